@@ -1,0 +1,67 @@
+"""Where kernel files are read from: the live `/` or a captured /proc + /sys tree.
+
+Every reader takes a `SysRoot`, so tests and replays of captured hosts read the same
+code path as the live kernel. With a root other than `/`, interface counters come from
+sysfs instead of netlink, and ioctl/netlink sources are not used (`live` is False).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SysRoot:
+    """A directory holding `proc/` and `sys/` as the kernel would present them."""
+
+    path: str = "/"
+
+    @property
+    def live(self) -> bool:
+        """True when this is the running kernel (netlink and ioctl may be used)."""
+        return os.path.realpath(self.path) == "/"
+
+    def join(self, rel: str) -> str:
+        """Absolute path of `rel` (given as "/proc/..." or "proc/...") under the root."""
+        return os.path.join(self.path, rel.lstrip("/"))
+
+    def read_text(self, rel: str) -> str:
+        """Read a whole kernel file as text; raises OSError as the kernel reports it.
+
+        Uses one os.read loop on a raw fd: procfs files are generated on read and
+        sysfs files are small, so buffered text IO only adds cost.
+        """
+        fd = os.open(self.join(rel), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            chunks = []
+            while True:
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    break
+                chunks.append(b)
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    def read_line(self, rel: str) -> str:
+        """Read a one-value sysfs file, stripped of its trailing newline."""
+        fd = os.open(self.join(rel), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.read(fd, 65536).decode("utf-8", "replace").strip()
+        finally:
+            os.close(fd)
+
+    def listdir(self, rel: str) -> list[str]:
+        """Directory entries under the root; raises OSError."""
+        return os.listdir(self.join(rel))
+
+    def readlink(self, rel: str) -> str:
+        """Target of a symlink under the root (e.g. a device's driver); raises OSError."""
+        return os.readlink(self.join(rel))
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.join(rel))
+
+
+LIVE = SysRoot("/")

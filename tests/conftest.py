@@ -1,0 +1,41 @@
+"""Shared fixtures: the real-kernel lab and the captured driver trees."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import lab as _lab  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sweep_lab_leftovers():
+    if _lab.can_build_lab() is None:
+        _lab.sweep_leftovers()
+    yield
+
+
+@pytest.fixture
+def veth_lab():
+    """A multi-queue veth pair, one end in the root namespace; skipped without root."""
+    reason = _lab.can_build_lab()
+    if reason:
+        pytest.skip(reason)
+    with _lab.veth_lab() as lab:
+        yield lab
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+def pytest_report_header(config):
+    return f"nettop lab: {'root' if os.geteuid() == 0 else 'not root: lab tests skip'}"
