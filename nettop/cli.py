@@ -1,0 +1,102 @@
+"""Command line: `nettop` (live view) and `nettop snapshot`.
+
+Every user error ends as one line on stderr naming the thing and the fix, with exit
+status 2; nothing here prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Sequence
+
+from nettop.sampler import clamp_interval
+from nettop.sysroot import SysRoot
+
+
+class UsageError(Exception):
+    """A bad argument or environment, reported as one line."""
+
+
+def _interval(text: str) -> float:
+    try:
+        return clamp_interval(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if "range" in str(exc) else
+                                         f"interval {text!r} is not a number of seconds") from None
+
+
+def _root(text: str) -> SysRoot:
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"root {text!r} is not a directory (give a captured tree holding proc/ and sys/)")
+    if not os.path.isdir(os.path.join(text, "proc")):
+        raise argparse.ArgumentTypeError(f"root {text!r} has no proc/ directory (give a captured tree holding proc/ and sys/)")
+    return SysRoot(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nettop", description="Live view and tuning of a Linux host's network stack.")
+    p.add_argument("-i", "--interval", type=_interval, default=1.0, help="sampling interval in seconds (0.1-60, default 1)")
+    p.add_argument("--root", type=_root, default=SysRoot("/"), help="read a captured /proc + /sys tree instead of the live kernel")
+    p.add_argument("--iface", action="append", default=None, metavar="IFACE", help="only these interfaces (repeatable)")
+    sub = p.add_subparsers(dest="command")
+    s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
+    s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
+    s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", help="seconds between the two samples (default 1)")
+    s.add_argument("--root", type=_root, default=None, dest="snap_root", help="read a captured /proc + /sys tree")
+    s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE")
+    return p
+
+
+def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_json: bool) -> int:
+    from nettop.collect import HostReader
+    from nettop.rates import compute_rates
+    from nettop.snapshot_json import build_document
+
+    with HostReader(root, ifaces) as reader:
+        first = reader.read()
+        time.sleep(max(0.0, first.t_mono + interval - time.monotonic()))
+        second = reader.read()
+    if ifaces:
+        unknown = [i for i in ifaces if i not in second.links]
+        if unknown:
+            raise UsageError(f"no interface named {', '.join(unknown)} (see `ip link` for the names)")
+    doc = build_document(first, second, compute_rates(first, second), interval)
+    if as_json:
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        from nettop.text_report import render
+        sys.stdout.write(render(doc))
+    for line in doc["problems"]:
+        print(f"nettop: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
+    from nettop.text_report import watch
+    return watch(root, interval, ifaces)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "snapshot":
+            return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
+                                args.snap_iface or args.iface, args.json)
+        return cmd_live(args.root, args.interval, args.iface)
+    except UsageError as exc:
+        print(f"nettop: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""One read of the whole host into a Snapshot.
+
+`HostReader` owns what lives across ticks: the netlink sockets, the ethtool string
+tables, the set of IRQs that serve NIC queues (so a 4096-IRQ host only has its network
+IRQs' per-CPU counts parsed), the irqbalance check's cache, and facts that do not
+change while a device exists (driver, bus, NUMA node). Every source is read through its
+own collector module; a source that fails becomes a Problem and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import time
+from typing import Callable, Iterable, TypeVar
+
+from nettop.collectors import (
+    bql,
+    cpus,
+    cpustat,
+    device_info,
+    ethtool_config,
+    host_config,
+    interrupts,
+    irq_affinity,
+    links,
+    qdisc,
+    queue_config,
+    queue_irqs,
+    queue_stats,
+    softirqs,
+    softnet,
+)
+from nettop.problems import Problem
+from nettop.snapshot import DeviceConfig, HostConfig, InterruptTable, Snapshot
+from nettop.sysroot import LIVE, SysRoot
+
+T = TypeVar("T")
+
+# IRQ names that belong to network queues even before the queue map knows them.
+_NET_IRQ_NAME = re.compile(
+    r"(TxRx|-rx-|-tx-|rx-\d|tx-\d|mlx\d_comp|virtio\d+-(input|output)|ena-io|fp-\d|eth|ens|enp|eno|-txrx-)",
+    re.IGNORECASE,
+)
+
+
+class HostReader:
+    """Reads snapshots of one host (live or a captured tree); not thread-safe."""
+
+    def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None) -> None:
+        self.root = root
+        self.only = set(ifnames) if ifnames else None
+        self._net_irqs: set[int] = set()
+        self._static: dict[tuple[str, int], dict] = {}
+        self._irqbalance_cache = host_config.IrqbalanceCache() if hasattr(
+            host_config, "IrqbalanceCache") else None
+        self._nl = None
+        self._link_reader = None
+        self._ipr = None
+        self.host = self._read_host()
+        self.kernel = self._read_kernel()
+        if root.live:
+            self._open_netlink()
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def _open_netlink(self) -> None:
+        try:
+            from nettop.netdev_genl import NetdevNetlink, NetdevUnsupported
+            try:
+                self._nl = NetdevNetlink()
+            except (NetdevUnsupported, OSError):
+                self._nl = None
+        except ImportError:
+            self._nl = None
+        try:
+            from pyroute2 import IPRoute
+            self._ipr = IPRoute()
+        except Exception:  # noqa: BLE001 - no netlink at all: fall back to sysfs
+            self._ipr = None
+
+    def close(self) -> None:
+        for h in (self._nl, self._ipr):
+            if h is not None:
+                try:
+                    h.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        self._nl = self._ipr = None
+
+    def __enter__(self) -> HostReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- one read ----------------------------------------------------------------------
+
+    def read(self) -> Snapshot:
+        t_cpu = time.thread_time()
+        t_mono = time.monotonic()
+        t_wall = time.time()
+        problems: list[Problem] = []
+
+        def take(result: tuple[T, list[Problem]]) -> T:
+            value, probs = result
+            problems.extend(probs)
+            return value
+
+        root = self.root
+        online = take(cpus.read_online_cpus(root))
+        link_map = take(links.read_links(root, self._ipr))
+        if self.only is not None:
+            link_map = {k: v for k, v in link_map.items() if k in self.only}
+        names = sorted(link_map)
+
+        table = take(interrupts.read_interrupts(root, self._want_irq))
+        qmaps = take(queue_irqs.map_all(root, names, table, self._nl))
+        mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
+        mapped |= {i for m in qmaps.values() for i in m.other_irqs}
+        if mapped - self._net_irqs:
+            self._net_irqs = mapped
+            missing = {i for i in mapped if i in table.irqs and table.irqs[i].counts is None}
+            if missing:
+                table = self._reparse(root, table, missing, problems)
+        self._net_irqs = mapped
+
+        sirq = take(softirqs.read_softirqs(root))
+        times = take(cpustat.read_stat(root))
+        snet = take(softnet.read_softnet(root, online or None))
+
+        qstats = {}
+        devices: dict[str, DeviceConfig] = {}
+        for name in names:
+            if name == "lo":
+                continue
+            qstats[name] = take(queue_stats.read_queue_stats(root, name, self._nl))
+            devices[name] = self._device_config(name, link_map[name].ifindex, problems)
+        qd = take(qdisc.read_qdiscs(root, self._ipr))
+        if self.only is not None:
+            qd = {k: v for k, v in qd.items() if k in self.only}
+        aff = take(irq_affinity.read_irq_affinity(root, sorted(mapped)))
+        hc = take(host_config.read_host_config(root))
+        hc = self._with_irqbalance(hc)
+
+        return Snapshot(
+            t_mono=t_mono,
+            t_wall=t_wall,
+            host=self.host,
+            kernel=self.kernel,
+            online_cpus=tuple(online),
+            interrupts=table,
+            softirqs=sirq,
+            cpu_times=times,
+            softnet=snet,
+            links=link_map,
+            queue_maps=qmaps,
+            queue_stats=qstats,
+            qdiscs=qd,
+            devices=devices,
+            irq_affinity=aff,
+            host_config=hc,
+            problems=_dedupe(problems),
+            read_cpu_s=time.thread_time() - t_cpu,
+        )
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def _want_irq(self, irq: int, name: str) -> bool:
+        return irq in self._net_irqs or bool(_NET_IRQ_NAME.search(name))
+
+    def _reparse(self, root: SysRoot, table: InterruptTable, missing: set[int],
+                 problems: list[Problem]) -> InterruptTable:
+        """Parse again with the IRQs the queue map found (a device appeared this tick)."""
+        want: Callable[[int, str], bool] = lambda irq, name: (  # noqa: E731
+            irq in missing or self._want_irq(irq, name))
+        again, probs = interrupts.read_interrupts(root, want)
+        problems.extend(probs)
+        return again
+
+    def _device_config(self, name: str, ifindex: int, problems: list[Problem]) -> DeviceConfig:
+        key = (name, ifindex)
+        static = self._static.get(key)
+        if static is None:
+            info, probs = device_info.read_device_info(root=self.root, ifname=name)
+            problems.extend(probs)
+            static = self._static[key] = _as_dict(info)
+        qc, p1 = queue_config.read_queue_config(self.root, name)
+        bq, p2 = bql.read_bql(self.root, name)
+        problems.extend(p1)
+        problems.extend(p2)
+        coalesce = rings = channels = None
+        if self.root.live:
+            coalesce, rings, channels, p3 = _unpack_ethtool(ethtool_config.read_ethtool_config(self.root, name))
+            problems.extend(p3)
+        return DeviceConfig(
+            ifname=name,
+            numa_node=static.get("numa_node"),
+            driver=static.get("driver"),
+            bus_info=static.get("bus_info"),
+            queues=qc,
+            bql=bq,
+            coalesce=coalesce,
+            rings=rings,
+            channels=channels,
+        )
+
+    def _with_irqbalance(self, hc: HostConfig) -> HostConfig:
+        if self._irqbalance_cache is None:
+            return hc
+        running = self._irqbalance_cache.running(self.root)
+        if running == hc.irqbalance_running:
+            return hc
+        from dataclasses import replace
+        return replace(hc, irqbalance_running=running)
+
+    def _read_host(self) -> str:
+        if self.root.live:
+            return platform.node()
+        try:
+            return self.root.read_line("proc/sys/kernel/hostname")
+        except OSError:
+            return os.path.basename(os.path.normpath(self.root.path))
+
+    def _read_kernel(self) -> str:
+        try:
+            return self.root.read_line("proc/sys/kernel/osrelease")
+        except OSError:
+            return platform.release() if self.root.live else "unknown"
+
+
+def _as_dict(info: object) -> dict:
+    if isinstance(info, dict):
+        return info
+    from dataclasses import asdict, is_dataclass
+    if is_dataclass(info):
+        return asdict(info)  # type: ignore[arg-type]
+    return {}
+
+
+def _unpack_ethtool(result: object) -> tuple:
+    if isinstance(result, tuple) and len(result) == 4:
+        return result
+    cfg, probs = result  # type: ignore[misc]
+    return getattr(cfg, "coalesce", None), getattr(cfg, "rings", None), getattr(cfg, "channels", None), probs
+
+
+def _dedupe(problems: list[Problem]) -> tuple[Problem, ...]:
+    seen: dict[str, Problem] = {}
+    for p in problems:
+        seen.setdefault(p.message, p)
+    return tuple(seen.values())

@@ -1,0 +1,232 @@
+"""The `nettop snapshot --json` document: two snapshots and their rates as plain JSON.
+
+The schema is documented in docs/snapshot-json.md; field names here are part of the
+public interface (scripts compare hosts with them), so they only ever get added to.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from nettop.collectors.cpus import format_cpu_list
+from nettop.rates import LinkRates, QdiscRates, Rates
+from nettop.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot
+
+SCHEMA = "nettop.snapshot/1"
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interval: float | None = None) -> dict[str, Any]:
+    """The whole JSON document for the interval between `prev` and `cur`."""
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "host": cur.host,
+        "kernel": cur.kernel,
+        "time": _dt.datetime.fromtimestamp(cur.t_wall, _dt.timezone.utc).isoformat(),
+        "interval_s": round(rates.elapsed_s, 6),
+        "requested_interval_s": requested_interval,
+        "online_cpus": list(cur.online_cpus),
+        "cpus": [_cpu(c) for _, c in sorted(rates.cpus.items())],
+        "interfaces": {name: _interface(name, cur, rates) for name in sorted(cur.links)},
+        "irqs": _irqs(cur, rates),
+        "totals": _totals(cur, rates),
+        "host_config": {
+            "default_qdisc": cur.host_config.default_qdisc,
+            "irqbalance_running": cur.host_config.irqbalance_running,
+            "rps_sock_flow_entries": cur.host_config.rps_sock_flow_entries,
+            "sysctls": dict(cur.host_config.sysctls),
+        },
+        "nettop": {
+            "sampler_cpu_ms_per_tick": round(1000 * cur.read_cpu_s, 3),
+            "sampler_cpu_pct": _r(rates.sampler_cpu_pct),
+        },
+        "problems": [p.message for p in cur.problems],
+    }
+    return doc
+
+
+def _cpu(c: Any) -> dict[str, Any]:
+    return {
+        "cpu": c.cpu,
+        "status": c.presence.value,
+        "softirq_pct": _r(c.softirq_pct),
+        "irq_pct": _r(c.irq_pct),
+        "user_pct": _r(c.user_pct),
+        "system_pct": _r(c.system_pct),
+        "idle_pct": _r(c.idle_pct),
+        "iowait_pct": _r(c.iowait_pct),
+        "steal_pct": _r(c.steal_pct),
+        "net_rx_per_s": _r(c.net_rx_per_s),
+        "net_tx_per_s": _r(c.net_tx_per_s),
+        "softnet_processed_per_s": _r(c.softnet_processed_per_s),
+        "softnet_dropped_per_s": _r(c.softnet_dropped_per_s),
+        "time_squeeze_per_s": _r(c.time_squeeze_per_s),
+        "received_rps_per_s": _r(c.received_rps_per_s),
+        "flow_limit_per_s": _r(c.flow_limit_per_s),
+        "backlog": c.backlog,
+        "counter_reset": c.reset,
+    }
+
+
+def _interface(name: str, cur: Snapshot, rates: Rates) -> dict[str, Any]:
+    link = cur.links[name]
+    lr: LinkRates | None = rates.links.get(name)
+    dev = cur.devices.get(name)
+    qmap = cur.queue_maps.get(name)
+    qstats = cur.queue_stats.get(name)
+    out: dict[str, Any] = {
+        "ifindex": link.ifindex,
+        "status": lr.presence.value if lr else "new",
+        "operstate": link.operstate,
+        "mtu": link.mtu,
+        "txqueuelen": link.txqueuelen,
+        "speed_mbps": link.speed_mbps,
+        "kind": link.kind,
+        "master": link.master,
+        "aggregate": link.is_aggregate,
+        "driver": (dev.driver if dev else None) or link.driver,
+        "numa_node": dev.numa_node if dev else None,
+        "bus_info": dev.bus_info if dev else None,
+        "rx_bytes_per_s": _r(lr.rx_bytes_per_s) if lr else None,
+        "tx_bytes_per_s": _r(lr.tx_bytes_per_s) if lr else None,
+        "rx_packets_per_s": _r(lr.rx_packets_per_s) if lr else None,
+        "tx_packets_per_s": _r(lr.tx_packets_per_s) if lr else None,
+        "rx_errors_per_s": _r(lr.rx_errors_per_s) if lr else None,
+        "tx_errors_per_s": _r(lr.tx_errors_per_s) if lr else None,
+        "rx_dropped_per_s": _r(lr.rx_dropped_per_s) if lr else None,
+        "tx_dropped_per_s": _r(lr.tx_dropped_per_s) if lr else None,
+        "counters": {
+            "rx_bytes": link.rx_bytes, "tx_bytes": link.tx_bytes,
+            "rx_packets": link.rx_packets, "tx_packets": link.tx_packets,
+            "rx_dropped": link.rx_dropped, "tx_dropped": link.tx_dropped,
+            "rx_errors": link.rx_errors, "tx_errors": link.tx_errors,
+        },
+        "counter_reset": lr.reset if lr else False,
+        "qdisc": _qdisc(cur.qdiscs.get(name, ()), rates.qdiscs.get(name, ())),
+        "queue_map_source": qmap.source if qmap else "none",
+        "queue_stats_source": qstats.source if qstats else "none",
+        "other_irqs": list(qmap.other_irqs) if qmap else [],
+        "coalesce": dict(dev.coalesce) if dev and dev.coalesce is not None else None,
+        "rings": dict(dev.rings) if dev and dev.rings is not None else None,
+        "channels": dict(dev.channels) if dev and dev.channels is not None else None,
+        "queues": _queues(name, cur, rates, dev, qmap.queues if qmap else ()),
+    }
+    return out
+
+
+def _qdisc(qds: tuple[QdiscStats, ...], qrs: tuple[QdiscRates, ...]) -> dict[str, Any] | None:
+    if not qds:
+        return None
+    by_key = {(r.handle, r.parent, r.kind): r for r in qrs}
+
+    def one(q: QdiscStats) -> dict[str, Any]:
+        r = by_key.get((q.handle, q.parent, q.kind))
+        return {
+            "kind": q.kind, "handle": q.handle, "parent": q.parent,
+            "backlog_bytes": q.backlog_bytes, "backlog_packets": q.backlog_packets,
+            "drops": q.drops, "overlimits": q.overlimits, "requeues": q.requeues,
+            "bytes_per_s": _r(r.bytes_per_s) if r else None,
+            "packets_per_s": _r(r.packets_per_s) if r else None,
+            "drops_per_s": _r(r.drops_per_s) if r else None,
+            "overlimits_per_s": _r(r.overlimits_per_s) if r else None,
+            "requeues_per_s": _r(r.requeues_per_s) if r else None,
+        }
+
+    roots = [q for q in qds if q.parent == "root"]
+    top = roots[0] if roots else qds[0]
+    doc = one(top)
+    doc["children"] = [one(q) for q in qds if q is not top and q.parent != "ingress"]
+    ingress = [q for q in qds if q.parent == "ingress"]
+    if ingress:
+        doc["ingress"] = one(ingress[0])
+    return doc
+
+
+def _queues(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
+            mapped: tuple[QueueIrqs, ...]) -> list[dict[str, Any]]:
+    cfg: dict[tuple[str, int], QueueConfig] = {(q.kind, q.index): q for q in (dev.queues if dev else ())}
+    bql = {b.queue: b for b in (dev.bql if dev else ())}
+    lr = rates.links.get(name)
+    qrates = {(q.kind, q.index): q for q in (lr.queues if lr else ())}
+    rows = list(mapped)
+    if not rows:  # no map: still show the queues sysfs knows
+        rows = [QueueIrqs(k, i) for (k, i) in sorted(cfg)]
+    out = []
+    for q in rows:
+        kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
+        irq_rates = [rates.irqs.get(i) for i in q.irqs]
+        per_s = [r.per_s for r in irq_rates if r is not None and r.per_s is not None]
+        aff = [cur.irq_affinity.get(i) for i in q.irqs]
+        row: dict[str, Any] = {
+            "kind": q.kind,
+            "index": q.index,
+            "irqs": list(q.irqs),
+            "napi_id": q.napi_id,
+            "irq_per_s": _r(sum(per_s)) if per_s else (0.0 if not q.irqs else None),
+            "affinity": _cpu_union(a.affinity for a in aff if a),
+            "effective_affinity": _cpu_union(a.effective for a in aff if a),
+            "affinity_hint": _cpu_union(a.hint for a in aff if a),
+        }
+        row["affinity_list"] = format_cpu_list(row["affinity"]) if row["affinity"] is not None else None
+        row["effective_affinity_list"] = (
+            format_cpu_list(row["effective_affinity"]) if row["effective_affinity"] is not None else None)
+        for k in kinds:
+            qr = qrates.get((k, q.index))
+            row[f"{k}_packets_per_s"] = _r(qr.packets_per_s) if qr else None
+            row[f"{k}_bytes_per_s"] = _r(qr.bytes_per_s) if qr else None
+            c = cfg.get((k, q.index))
+            if k == "rx":
+                row["rps_cpus"] = c.rps_cpus if c else None
+                row["rps_flow_cnt"] = c.rps_flow_cnt if c else None
+            else:
+                row["xps_cpus"] = c.xps_cpus if c else None
+                b = bql.get(q.index)
+                row["bql"] = ({"limit": b.limit, "limit_max": b.limit_max, "limit_min": b.limit_min,
+                               "inflight": b.inflight} if b else None)
+        out.append(row)
+    return out
+
+
+def _cpu_union(lists: Any) -> list[int] | None:
+    seen: set[int] = set()
+    any_known = False
+    for cpus in lists:
+        if cpus is None:
+            continue
+        any_known = True
+        seen.update(cpus)
+    return sorted(seen) if any_known else None
+
+
+def _irqs(cur: Snapshot, rates: Rates) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for irq, r in sorted(rates.irqs.items()):
+        info = cur.interrupts.irqs.get(irq)
+        out[str(irq)] = {
+            "name": info.name if info else None,
+            "status": r.presence.value,
+            "per_s": _r(r.per_s),
+            "per_cpu_per_s": {str(c): _r(v) for c, v in sorted(r.per_cpu_per_s.items())},
+        }
+    return out
+
+
+def _totals(cur: Snapshot, rates: Rates) -> dict[str, float]:
+    """Host totals over physical-ish links: members of bonds/bridges count via the
+    aggregate, never twice, and loopback is left out."""
+    tot = {"rx_bytes_per_s": 0.0, "tx_bytes_per_s": 0.0, "rx_packets_per_s": 0.0, "tx_packets_per_s": 0.0}
+    for name, link in cur.links.items():
+        if name == "lo" or link.master is not None:
+            continue
+        lr = rates.links.get(name)
+        if lr is None:
+            continue
+        for k in tot:
+            v = getattr(lr, k)
+            if v is not None:
+                tot[k] += v
+    return {k: round(v, 3) for k, v in tot.items()}

@@ -1,0 +1,105 @@
+"""Plain-text rendering of a snapshot document, and a minimal refreshing live view.
+
+This is the fallback screen for terminals and scripts without the full-screen UI: it
+reads the same document `nettop snapshot --json` prints, so both always agree.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import sys
+from typing import Any
+
+from nettop.sysroot import SysRoot
+
+
+def _si(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "-"
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.1f}{suffix}{unit}"
+    return f"{x:.0f}{unit}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def render(doc: dict[str, Any], width: int = 100) -> str:
+    lines = [
+        f"{doc['host']}  kernel {doc['kernel']}  interval {doc['interval_s']:.2f}s  "
+        f"sampler {doc['nettop']['sampler_cpu_ms_per_tick']:.1f} ms/tick",
+        "",
+        f"{'CPU':>4} {'sirq%':>6} {'hirq%':>6} {'NET_RX/s':>9} {'NET_TX/s':>9} {'drop/s':>7} {'squeeze/s':>9} {'rps/s':>7}",
+    ]
+    for c in doc["cpus"]:
+        lines.append(
+            f"{c['cpu']:>4} {_pct(c['softirq_pct']):>6} {_pct(c['irq_pct']):>6} {_si(c['net_rx_per_s']):>9} "
+            f"{_si(c['net_tx_per_s']):>9} {_si(c['softnet_dropped_per_s']):>7} {_si(c['time_squeeze_per_s']):>9} "
+            f"{_si(c['received_rps_per_s']):>7}"
+        )
+    lines += ["", f"{'IFACE':<16} {'rx bit/s':>9} {'tx bit/s':>9} {'rx pkt/s':>9} {'tx pkt/s':>9} {'drops/s':>8} qdisc"]
+    for name, i in doc["interfaces"].items():
+        rxb = None if i["rx_bytes_per_s"] is None else 8 * i["rx_bytes_per_s"]
+        txb = None if i["tx_bytes_per_s"] is None else 8 * i["tx_bytes_per_s"]
+        drops = None
+        if i["rx_dropped_per_s"] is not None and i["tx_dropped_per_s"] is not None:
+            drops = i["rx_dropped_per_s"] + i["tx_dropped_per_s"]
+        qd = i["qdisc"]["kind"] if i["qdisc"] else "-"
+        lines.append(
+            f"{name[:16]:<16} {_si(rxb):>9} {_si(txb):>9} {_si(i['rx_packets_per_s']):>9} "
+            f"{_si(i['tx_packets_per_s']):>9} {_si(drops):>8} {qd}"
+        )
+        for q in i["queues"]:
+            if not q["irqs"] and not q.get("rx_packets_per_s") and not q.get("tx_packets_per_s"):
+                continue
+            pk = q.get("rx_packets_per_s") if q["kind"] != "tx" else q.get("tx_packets_per_s")
+            lines.append(
+                f"  {q['kind']}-{q['index']:<3} irq {','.join(map(str, q['irqs'])) or '-':<10} "
+                f"{_si(q['irq_per_s']):>7} irq/s  aff {q['affinity_list'] or '-'} "
+                f"eff {q['effective_affinity_list'] or '-'}  {_si(pk)} pkt/s"
+            )
+    if doc["problems"]:
+        lines += ["", *(f"! {p}" for p in doc["problems"][:5])]
+    return "\n".join(line[:width] for line in lines) + "\n"
+
+
+def watch(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
+    """Redraw the text report every interval until Ctrl-C (the sampler owns the clock)."""
+    from nettop.collect import HostReader
+    from nettop.sampler import Sampler
+    from nettop.snapshot_json import build_document
+    from nettop.timeline import Timeline
+
+    timeline = Timeline(max_points=120)
+    latest: queue.Queue = queue.Queue(maxsize=1)
+
+    def on_sample(snap: Any) -> None:
+        point = timeline.append(snap)
+        if point.rates is None:
+            return
+        prev = timeline.points()[-2].snapshot
+        doc = build_document(prev, snap, point.rates, interval)
+        try:
+            latest.get_nowait()  # the newest sample wins; never queue up frames
+        except queue.Empty:
+            pass
+        latest.put_nowait(doc)
+
+    reader = HostReader(root, ifaces)
+    sampler = Sampler(reader, interval, on_sample)
+    sampler.start()
+    try:
+        while True:
+            doc = latest.get()
+            cols, rows = shutil.get_terminal_size((100, 40))
+            text = render(doc, cols).splitlines()[: rows - 1]
+            sys.stdout.write("\x1b[H\x1b[2J" + "\n".join(text) + "\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        sampler.stop()
+        reader.close()

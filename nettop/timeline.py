@@ -1,0 +1,86 @@
+"""The timeline: a bounded history of snapshots, their rates, and events.
+
+Live sampling, the recorder and replay all append snapshots here and read rates from
+here, so every consumer sees the same figures. Events (a tuning change, an interface
+appearing) are stored with their wall time so charts can draw a marker at that moment.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+from typing import Deque, Iterator
+
+from nettop.rates import Rates, compute_rates
+from nettop.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    t_wall: float
+    kind: str  # "tuning", "appeared", "vanished", "problem", ...
+    text: str  # one line, e.g. "rps_cpus eth0 rx-0 0 → f0"
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One sample and the rates over the interval that ended with it."""
+
+    snapshot: Snapshot
+    rates: Rates | None  # None for the first sample
+
+
+class Timeline:
+    """Thread-safe bounded history; appended by one producer, read by many."""
+
+    def __init__(self, max_points: int = 3600) -> None:
+        self._points: Deque[Point] = collections.deque(maxlen=max_points)
+        self._events: Deque[Event] = collections.deque(maxlen=10_000)
+        self._lock = threading.Lock()
+
+    def append(self, snap: Snapshot) -> Point:
+        with self._lock:
+            prev = self._points[-1].snapshot if self._points else None
+        rates = None
+        if prev is not None and snap.t_mono > prev.t_mono:
+            rates = compute_rates(prev, snap)
+            self._note_changes(prev, snap)
+        point = Point(snap, rates)
+        with self._lock:
+            self._points.append(point)
+        return point
+
+    def add_event(self, event: Event) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def latest(self) -> Point | None:
+        with self._lock:
+            return self._points[-1] if self._points else None
+
+    def points(self) -> list[Point]:
+        with self._lock:
+            return list(self._points)
+
+    def events(self, since: float | None = None) -> list[Event]:
+        with self._lock:
+            return [e for e in self._events if since is None or e.t_wall >= since]
+
+    def __iter__(self) -> Iterator[Point]:
+        return iter(self.points())
+
+    def _note_changes(self, prev: Snapshot, cur: Snapshot) -> None:
+        """Things that appeared or vanished become events, so the charts mark them."""
+        for name in sorted(cur.links.keys() - prev.links.keys()):
+            self.add_event(Event(cur.t_wall, "appeared", f"interface {name} appeared"))
+        for name in sorted(prev.links.keys() - cur.links.keys()):
+            self.add_event(Event(cur.t_wall, "vanished", f"interface {name} vanished"))
+        for cpu in sorted(set(prev.online_cpus) - set(cur.online_cpus)):
+            self.add_event(Event(cur.t_wall, "vanished", f"CPU {cpu} went offline"))
+        for cpu in sorted(set(cur.online_cpus) - set(prev.online_cpus)):
+            self.add_event(Event(cur.t_wall, "appeared", f"CPU {cpu} came online"))
+        for irq in sorted(cur.interrupts.irqs.keys() - prev.interrupts.irqs.keys()):
+            self.add_event(Event(cur.t_wall, "appeared", f"IRQ {irq} ({cur.interrupts.irqs[irq].name}) appeared"))
+        for irq in sorted(prev.interrupts.irqs.keys() - cur.interrupts.irqs.keys()):
+            self.add_event(Event(cur.t_wall, "vanished", f"IRQ {irq} ({prev.interrupts.irqs[irq].name}) vanished"))
