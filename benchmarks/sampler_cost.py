@@ -1,0 +1,158 @@
+"""Sampler cost per tick against the floor: merely reading the same kernel data.
+
+For the live host and for a generated 256-CPU / 4096-IRQ / 64-queue tree, prints:
+  - the sampler's CPU time per tick (thread CPU time of HostReader.read(), median of N),
+  - the floor: CPU time to open+read() exactly the files that tick read (recorded by
+    wrapping os.open/os.listdir/os.readlink during one tick), plus, live, the raw netlink
+    dumps (links, qdiscs) received as bytes without parsing,
+  - their ratio. Targets: <= 3x the floor; <= 20 ms per tick on the 256-CPU tree.
+
+Usage: .venv/bin/python benchmarks/sampler_cost.py [--ticks N] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from nettop.collect import HostReader  # noqa: E402
+from nettop.sysroot import SysRoot  # noqa: E402
+
+
+def record_accesses(reader: HostReader) -> tuple[list[str], list[str], list[str]]:
+    """Paths one tick opens, lists and reads links of."""
+    opened: list[str] = []
+    listed: list[str] = []
+    linked: list[str] = []
+    real_open, real_listdir, real_readlink = os.open, os.listdir, os.readlink
+
+    def o(path, flags, *a, **kw):  # type: ignore[no-untyped-def]
+        if isinstance(path, str) and (flags & (os.O_WRONLY | os.O_RDWR)) == 0:
+            opened.append(path)
+        return real_open(path, flags, *a, **kw)
+
+    def ld(path="."):  # type: ignore[no-untyped-def]
+        listed.append(path)
+        return real_listdir(path)
+
+    def rl(path, *a, **kw):  # type: ignore[no-untyped-def]
+        linked.append(path)
+        return real_readlink(path, *a, **kw)
+
+    os.open, os.listdir, os.readlink = o, ld, rl  # type: ignore[assignment]
+    try:
+        reader.read()
+    finally:
+        os.open, os.listdir, os.readlink = real_open, real_listdir, real_readlink  # type: ignore[assignment]
+    return opened, listed, linked
+
+
+def _netlink_dump(msg_type: int, family_hdr: bytes) -> int:
+    """Receive a whole rtnetlink dump as raw bytes; returns the byte count."""
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    try:
+        hdr = struct.pack("=LHHLL", 16 + len(family_hdr), msg_type, 0x301, 1, 0)  # NLM_F_REQUEST|DUMP
+        s.sendto(hdr + family_hdr, (0, 0))
+        total = 0
+        while True:
+            data = s.recv(1 << 16)
+            total += len(data)
+            off = 0
+            done = False
+            while off + 16 <= len(data):
+                length, typ = struct.unpack_from("=LH", data, off)
+                if typ in (2, 3):  # NLMSG_ERROR, NLMSG_DONE
+                    done = True
+                off += (length + 3) & ~3
+                if length == 0:
+                    break
+            if done:
+                return total
+    finally:
+        s.close()
+
+
+def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: bool) -> float:
+    t = time.thread_time()
+    for p in opened:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            while os.read(fd, 1 << 20):
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+    for p in listed:
+        try:
+            os.listdir(p)
+        except OSError:
+            pass
+    for p in linked:
+        try:
+            os.readlink(p)
+        except OSError:
+            pass
+    if netlink:
+        _netlink_dump(18, struct.pack("=BxHiII", 0, 0, 0, 0, 0))  # RTM_GETLINK
+        _netlink_dump(38, struct.pack("=BxxxiLLL", 0, 0, 0, 0, 0))  # RTM_GETQDISC
+    return time.thread_time() - t
+
+
+def measure(label: str, root: SysRoot, ticks: int) -> dict[str, float]:
+    with HostReader(root) as reader:
+        reader.read()  # warm caches (string tables, static device facts)
+        opened, listed, linked = record_accesses(reader)
+        costs = []
+        for _ in range(ticks):
+            t = time.thread_time()
+            reader.read()
+            costs.append(time.thread_time() - t)
+    floors = [floor_cpu(opened, listed, linked, root.live) for _ in range(ticks)]
+    tick = statistics.median(costs)
+    floor = statistics.median(floors)
+    print(f"{label}:")
+    print(f"  files read per tick: {len(opened)} opened, {len(listed)} listed, {len(linked)} links"
+          + (", + netlink link and qdisc dumps" if root.live else ""))
+    print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ticks})")
+    print(f"  floor (read only)    : {floor * 1000:8.2f} ms")
+    print(f"  ratio                : {tick / floor:8.2f}x   (target <= 3x)")
+    return {"tick": tick, "floor": floor}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ticks", type=int, default=20)
+    ap.add_argument("--keep", help="write the generated tree here and keep it")
+    args = ap.parse_args()
+
+    measure("live host", SysRoot("/"), args.ticks)
+
+    from treegen import generate_tree  # tests/treegen.py
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(args.keep or tmp) / "host256"
+        t = time.monotonic()
+        generate_tree(dest, cpus=256, irqs=4096, queues=64)
+        print(f"\n(generated 256-CPU / 4096-IRQ / 64-queue tree in {time.monotonic() - t:.1f} s)")
+        big = measure("generated 256-CPU tree", SysRoot(str(dest)), args.ticks)
+        ok = big["tick"] <= 0.020
+        print(f"  per tick vs 20 ms    : {'ok' if ok else 'OVER'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""The whole sampler against the real kernel: the lab's veth pairs, eth0's virtio IRQs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nettop.collect import HostReader
+from nettop.rates import compute_rates
+from nettop.snapshot_json import build_document
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="live-host tests need root")
+
+
+def _sysfs_counter(ifname: str, name: str) -> tuple[float, int]:
+    with open(f"/sys/class/net/{ifname}/statistics/{name}") as f:
+        v = int(f.read())
+    return time.monotonic(), v
+
+
+@pytest.fixture
+def jumbo_lab():
+    """A lab pair with a 65000-byte MTU: headers are ~0.1% of the bytes, so the
+    interface's L2 byte counts and iperf3's payload bytes can be compared within 2%."""
+    import lab as _lab
+
+    reason = _lab.can_build_lab()
+    if reason:
+        pytest.skip(reason)
+    with _lab.veth_lab(mtu=65000) as lab:
+        yield lab
+
+
+def test_veth_throughput_matches_kernel_counters_and_iperf3_within_2_percent(jumbo_lab):
+    lab = jumbo_lab
+    lab.iperf3_server()
+    with HostReader(ifnames=[lab.host_if]) as reader:
+        before = reader.read()
+        client = lab.iperf3_client(3)
+        time.sleep(1.0)
+        mid_a = reader.read()
+        ta, ka = _sysfs_counter(lab.host_if, "tx_bytes")
+        time.sleep(1.0)
+        mid_b = reader.read()
+        tb, kb = _sysfs_counter(lab.host_if, "tx_bytes")
+        out, err = client.communicate(timeout=30)
+        assert client.returncode == 0, err
+        after = reader.read()
+
+    # Rate during the run: nettop's figure against the kernel's counters read by the test.
+    mid = compute_rates(mid_a, mid_b).links[lab.host_if]
+    kernel_rate = (kb - ka) / (tb - ta)
+    assert kernel_rate > 10e6, "iperf3 did not load the veth"
+    assert mid.tx_bytes_per_s == pytest.approx(kernel_rate, rel=0.02)
+
+    # Over the whole run: nettop's bytes against iperf3's own report.
+    report = json.loads(out)
+    sent = report["end"]["sum_sent"]["bytes"]
+    whole = compute_rates(before, after)
+    nettop_bytes = whole.links[lab.host_if].tx_bytes_per_s * whole.elapsed_s
+    assert nettop_bytes == pytest.approx(sent, rel=0.02)
+    # and the rate iperf3 reports, against nettop's rate over iperf3's own seconds
+    iperf_rate = report["end"]["sum_sent"]["bits_per_second"] / 8
+    assert nettop_bytes / report["end"]["sum_sent"]["seconds"] == pytest.approx(iperf_rate, rel=0.02)
+
+
+def _set_rps(ifname: str, mask: str) -> None:
+    qdir = f"/sys/class/net/{ifname}/queues"
+    for q in os.listdir(qdir):
+        if q.startswith("rx-"):
+            with open(f"{qdir}/{q}/rps_cpus", "w") as f:
+                f.write(mask)
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="needs two CPUs to steer between")
+@pytest.mark.parametrize("sender_cpu,rps_cpu", [(0, 1), (1, 0)])
+def test_rps_mask_moves_received_rps_to_the_chosen_cpu(veth_lab, sender_cpu, rps_cpu):
+    lab = veth_lab
+    # GIVEN the peer sends from one CPU (iperf3 -R: the server in the namespace sends)
+    lab.spawn(["iperf3", "-s", "-1", "-B", lab.peer_ip, "-A", str(sender_cpu)], in_ns=True)
+    time.sleep(0.3)
+    # WHEN every rx queue of the receiving veth steers to the other CPU
+    _set_rps(lab.host_if, format(1 << rps_cpu, "x"))
+    client = lab.iperf3_client(4, reverse=True, extra=["-u", "-b", "200M", "-l", "1000"])
+    with HostReader(ifnames=[lab.host_if]) as reader:
+        time.sleep(1.0)
+        a = reader.read()
+        time.sleep(2.0)
+        b = reader.read()
+    client.communicate(timeout=30)
+    cpus = compute_rates(a, b).cpus
+    # THEN the chosen CPU receives the RPS IPIs and the sender's CPU does not
+    assert cpus[rps_cpu].received_rps_per_s > 100
+    assert cpus[sender_cpu].received_rps_per_s < cpus[rps_cpu].received_rps_per_s / 20
+    # and nettop shows the mask it reads back
+    rows = build_document(a, b, compute_rates(a, b))["interfaces"][lab.host_if]["queues"]
+    assert {r["rps_cpus"] for r in rows if r["kind"] == "rx"} == {format(1 << rps_cpu, "x")}
+
+
+def _virtio_irqs() -> dict[str, int]:
+    found = {}
+    with open("/proc/interrupts") as f:
+        for line in f:
+            m = re.match(r"\s*(\d+):.*\s(virtio\d+-(?:input|output)\.\d+)\s*$", line)
+            if m:
+                found[m.group(2)] = int(m.group(1))
+    return found
+
+
+def _eth0_virtio() -> str | None:
+    try:
+        dev = os.path.basename(os.path.realpath("/sys/class/net/eth0/device"))
+        drv = os.path.basename(os.path.realpath("/sys/class/net/eth0/device/driver"))
+    except OSError:
+        return None
+    return dev if drv == "virtio_net" else None
+
+
+@pytest.mark.skipif(_eth0_virtio() is None, reason="eth0 is not a virtio_net device here")
+def test_eth0_virtio_queues_map_to_their_input_and_output_irqs():
+    dev = _eth0_virtio()
+    irqs = _virtio_irqs()
+    with HostReader(ifnames=["eth0"]) as reader:
+        snap = reader.read()
+    qmap = snap.queue_maps["eth0"]
+    got = {(q.kind, q.index): q.irqs for q in qmap.queues}
+    assert got[("rx", 0)] == (irqs[f"{dev}-input.0"],)
+    assert got[("tx", 0)] == (irqs[f"{dev}-output.0"],)
+    assert qmap.source in ("netdev-netlink", "driver-naming")
+    assert snap.devices["eth0"].driver == "virtio_net"
+
+
+@pytest.mark.skipif(_eth0_virtio() is None or (os.cpu_count() or 1) < 2, reason="needs eth0 virtio and 2 CPUs")
+def test_irq_moved_by_the_test_shows_its_new_effective_affinity():
+    dev = _eth0_virtio()
+    irq = _virtio_irqs()[f"{dev}-output.0"]
+    path = f"/proc/irq/{irq}/smp_affinity_list"
+    with open(path) as f:
+        original = f.read().strip()
+    with open(f"/proc/irq/{irq}/effective_affinity_list") as f:
+        current = int(f.read().strip().split(",")[0].split("-")[0])
+    target = 1 - current if current in (0, 1) else 0
+    try:
+        with open(path, "w") as f:
+            f.write(str(target))
+        with HostReader(ifnames=["eth0"]) as reader:
+            snap = reader.read()
+        aff = snap.irq_affinity[irq]
+        assert aff.affinity == (target,)
+        assert aff.effective == (target,)
+        doc_row = next(q for q in snap.queue_maps["eth0"].queues if q.kind == "tx")
+        assert irq in doc_row.irqs
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+
+
+def _nettop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nettop.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_snapshot_json_has_the_documented_fields(veth_lab):
+    lab = veth_lab
+    lab.iperf3_server()
+    client = lab.iperf3_client(3)
+    time.sleep(0.5)
+    p = _nettop("snapshot", "--json", "--interval", "1")
+    client.communicate(timeout=30)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    for key in ("host", "kernel", "interval_s", "cpus", "interfaces"):
+        assert key in doc
+    assert 0.9 < doc["interval_s"] < 2.0
+    for c in doc["cpus"]:
+        assert {"cpu", "softirq_pct", "irq_pct", "net_rx_per_s", "net_tx_per_s",
+                "softnet_dropped_per_s", "time_squeeze_per_s"} <= c.keys()
+    veth = doc["interfaces"][lab.host_if]
+    for key in ("rx_bytes_per_s", "tx_bytes_per_s", "rx_packets_per_s", "tx_packets_per_s",
+                "rx_dropped_per_s", "tx_dropped_per_s", "qdisc", "queues"):
+        assert key in veth
+    assert veth["tx_bytes_per_s"] > 1e6
+    kinds = sorted((q["kind"], q["index"]) for q in veth["queues"])
+    assert kinds == [("rx", i) for i in range(4)] + [("tx", i) for i in range(4)]
+    for q in veth["queues"]:
+        assert q["irqs"] == [] and q["irq_per_s"] == 0.0
+        assert ("rps_cpus" in q) if q["kind"] == "rx" else ("xps_cpus" in q)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["snapshot", "--interval", "0.01"], "out of range"),
+    (["snapshot", "--interval", "soon"], "not a number"),
+    (["snapshot", "--root", "/nonexistent/tree"], "not a directory"),
+    (["snapshot", "--iface", "nosuchif0", "--interval", "0.1"], "no interface named nosuchif0"),
+])
+def test_bad_input_is_one_line_without_traceback(args, needle):
+    p = _nettop(*args)
+    assert p.returncode == 2
+    lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("usage:")]
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
