@@ -1,0 +1,169 @@
+"""/proc/interrupts: every IRQ's chip, hwirq and name; per-CPU counts only where wanted.
+
+A 256-CPU, 4096-IRQ host prints about 11 MB here, and nettop reads it every tick. Most
+of it is per-CPU counts of IRQs nobody looks at, so the parser finds each line's name
+without touching its counts: the kernel prints `%*d:` and then one 11-character field per
+online CPU (`%10u ` on old kernels, ` %10u` on new ones; same columns either way), so the
+chip/hwirq/name tail starts at a known offset. The slice is verified (the column before
+it must end a number, the one at it must be a blank) and a line that does not fit is
+parsed token by token instead. Counts are turned into integers only for the IRQs that
+`want(irq, name)` accepts.
+
+CPU ids come from the header, never from column positions: offline CPUs are missing from
+it (`CPU0 CPU2 CPU3`), and the counts line up with the ids that are printed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from nettop.problems import Problem, from_oserror, malformed
+from nettop.snapshot import InterruptTable, Irq
+from nettop.sysroot import SysRoot
+
+SOURCE = "/proc/interrupts"
+_FIELD = 11  # one per-CPU count: a blank and a number right-aligned in 10 columns
+
+# The tail after the counts. New kernels: "PCI-MSIX-0000:00:03.0   2-edge      eth0-rx-0";
+# old kernels: "PCI-MSI-edge      eth0-TxRx-0"; ARM: "GICv3  27 Level     arch_timer".
+# The hwirq column is a number (maybe empty) joined to the flow name ("2-edge", "-edge"),
+# or a bare number, optionally followed by the Level/Edge column of GENERIC_IRQ_SHOW_LEVEL.
+_TAIL = re.compile(
+    r"\s*(?P<chip>\S+)"
+    r"(?:\s+(?P<hwirq>\d*-[\w-]+|\d+(?:\s+(?:Level|Edge))?(?:\s*-[\w-]+)?)(?=\s|$))?"
+    r"\s*(?P<name>.*?)\s*$"
+)
+_COUNTS_RE: dict[int, re.Pattern[str]] = {}
+
+Want = Callable[[int, str], bool]
+
+
+def _counts_re(n: int) -> re.Pattern[str]:
+    pat = _COUNTS_RE.get(n)
+    if pat is None:
+        pat = _COUNTS_RE[n] = re.compile(r"((?:\s+\d+){%d})(?=\s|$)(.*)" % n if n else r"()(.*)")
+    return pat
+
+
+def parse_header(line: str) -> tuple[int, ...] | None:
+    """CPU ids from the header line ("CPU0 CPU2 CPU3"), or None if it is not one."""
+    ids = []
+    for tok in line.split():
+        if not tok.startswith("CPU") or not tok[3:].isdigit():
+            return None
+        ids.append(int(tok[3:]))
+    return tuple(ids) if ids else None
+
+
+def _split_tail(tail: str) -> tuple[str, str, str]:
+    m = _TAIL.match(tail)
+    if m is None:  # only whitespace after the counts
+        return "", "", ""
+    return m.group("chip") or "", m.group("hwirq") or "", m.group("name")
+
+
+def parse_interrupts(text: str, want: Want | None = None) -> tuple[InterruptTable, list[Problem]]:
+    """Parse /proc/interrupts text into an InterruptTable (pure; never raises).
+
+    `want(irq, name)` decides which numbered lines get their per-CPU counts parsed (None:
+    all of them); every line's chip, hwirq and name are always found. Named rows (NMI,
+    LOC, ERR, MIS, ...) go to `other` with the counts they print (ERR/MIS have one).
+    """
+    # Lines are walked with find() rather than split(): slicing out every line would copy
+    # the whole file, while only the short tails and the wanted counts are needed.
+    size = len(text)
+    nl = text.find("\n")
+    if nl < 0:
+        nl = size
+    cpus = parse_header(text[:nl])
+    if cpus is None:
+        return InterruptTable(()), [malformed(SOURCE, f"no CPU header line (got {text[:60]!r})")]
+    problems: list[Problem] = []
+    n = len(cpus)
+    span = _FIELD * n
+    irqs: dict[int, Irq] = {}
+    other: dict[str, tuple[int, ...]] = {}
+    cache = _NAMES if len(_NAMES) < _NAMES_MAX else _reset_names()
+    lineno = 1
+    pos = nl + 1
+    while pos < size:
+        nl = text.find("\n", pos)
+        if nl < 0:
+            nl = size
+        lineno += 1
+        start, pos = pos, nl + 1
+        c = text.find(":", start, nl)
+        if c < 0:
+            if text[start:nl].strip():
+                problems.append(malformed(SOURCE, f"line {lineno} has no ':' ({text[start:nl][:60]!r})"))
+            continue
+        try:
+            irq = int(text[start:c])
+        except ValueError:
+            label = text[start:c].strip()
+            if label and label.isalnum():
+                other[label] = _named_row(text[c + 1:nl], n)
+            else:
+                problems.append(malformed(SOURCE, f"line {lineno} has no IRQ label ({label[:20]!r})"))
+            continue
+        end = c + 1 + span
+        # Fast path: the tail starts right after the last fixed-width count field.
+        if end <= nl and (end == nl or text[end] == " ") and text[end - 1].isdigit():
+            counts_at: tuple[int, int] | str = (c + 1, end)
+            tail = text[end:nl]
+        else:
+            m = _counts_re(n).match(text, c + 1, nl)
+            if m is None:
+                problems.append(malformed(
+                    SOURCE, f"IRQ {irq} (line {lineno}) does not have {n} per-CPU counts"))
+                continue
+            counts_at, tail = m.group(1), m.group(2)
+        key = (irq, tail)
+        bare = cache.get(key)
+        if bare is None:
+            bare = cache[key] = Irq(irq, *_split_tail(tail))
+        if want is not None and not want(irq, bare.name):
+            irqs[irq] = bare
+            continue
+        vals = (text[counts_at[0]:counts_at[1]] if isinstance(counts_at, tuple) else counts_at).split()
+        try:
+            counts = tuple(map(int, vals))
+        except ValueError:
+            counts = ()
+        if len(counts) != n:
+            problems.append(malformed(
+                SOURCE, f"IRQ {irq} (line {lineno}) does not have {n} per-CPU counts"))
+            continue
+        irqs[irq] = Irq(irq, bare.chip, bare.hwirq, bare.name, counts, sum(counts))
+    return InterruptTable(cpus, irqs, other), problems
+
+
+def _named_row(rest: str, n: int) -> tuple[int, ...]:
+    """Counts of a named row ("NMI", "LOC", "ERR"): up to n numbers before the description."""
+    vals = []
+    for tok in rest.split(None, n)[:n]:
+        if not tok.isdigit():
+            break
+        vals.append(int(tok))
+    return tuple(vals)
+
+
+# Lines whose counts are not wanted repeat tick after tick with the same tail, so their
+# count-less Irq values are kept and reused (bounded; cleared when it grows past the max).
+_NAMES: dict[tuple[int, str], Irq] = {}
+_NAMES_MAX = 1 << 16
+
+
+def _reset_names() -> dict[tuple[int, str], Irq]:
+    _NAMES.clear()
+    return _NAMES
+
+
+def read_interrupts(root: SysRoot, want: Want | None = None) -> tuple[InterruptTable, list[Problem]]:
+    """Read and parse `proc/interrupts` under `root`; an unreadable file is a Problem."""
+    try:
+        text = root.read_text("proc/interrupts")
+    except OSError as exc:
+        return InterruptTable(()), [from_oserror(SOURCE, exc)]
+    return parse_interrupts(text, want)
