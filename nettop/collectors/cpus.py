@@ -1,0 +1,166 @@
+"""CPU sets as the kernel writes them: lists ("0-3,8") and hex masks ("00000000,0000000f").
+
+The same CPU set reaches nettop in two spellings: `smp_affinity_list`, `cpu/online` and
+`effective_affinity_list` print lists, while `smp_affinity`, `rps_cpus` and `xps_cpus`
+print hex masks split into 32-bit groups. Everything that reads or writes either goes
+through these helpers, so a mask written by nettop looks exactly like the one the kernel
+prints back and a change can be verified by comparing strings.
+
+Offline CPUs leave gaps, so CPU ids are never assumed to be 0..N-1: the online set comes
+from `/sys/devices/system/cpu/online`, or from the `cpuN` lines of /proc/stat, which the
+kernel prints for online CPUs only.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from nettop.problems import Problem, from_oserror
+from nettop.sysroot import SysRoot
+
+ONLINE = "sys/devices/system/cpu/online"
+POSSIBLE = "sys/devices/system/cpu/possible"
+STAT = "proc/stat"
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """CPU ids of a kernel CPU list: "0-3,8,10-11" -> (0, 1, 2, 3, 8, 10, 11); "" -> ().
+
+    Also accepts the kernel's strided ranges ("0-7:2/4" = first 2 of every 4), which
+    users may type. Raises ValueError for anything else.
+    """
+    text = text.strip()
+    if not text:
+        return ()
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise ValueError(f"empty item in CPU list {text!r}")
+        span, _, stride = part.partition(":")
+        lo_s, dash, hi_s = span.partition("-")
+        lo = _cpu_id(lo_s, text)
+        hi = _cpu_id(hi_s, text) if dash else lo
+        if hi < lo:
+            raise ValueError(f"descending range {part!r} in CPU list {text!r}")
+        if stride:
+            used_s, slash, group_s = stride.partition("/")
+            if not slash:
+                raise ValueError(f"stride {stride!r} in CPU list {text!r} needs used/group")
+            used, group = _cpu_id(used_s, text), _cpu_id(group_s, text)
+            if used == 0 or group == 0 or used > group:
+                raise ValueError(f"bad stride {stride!r} in CPU list {text!r}")
+            cpus.update(c for c in range(lo, hi + 1) if (c - lo) % group < used)
+        else:
+            cpus.update(range(lo, hi + 1))
+    return tuple(sorted(cpus))
+
+
+def _cpu_id(s: str, whole: str) -> int:
+    s = s.strip()
+    if not s.isdigit():  # rejects "", "-1", "+3", "0x1"
+        raise ValueError(f"{s!r} is not a CPU number in {whole!r}")
+    return int(s)
+
+
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    """The kernel's compact list form: (0, 1, 2, 3, 8, 10, 11) -> "0-3,8,10-11"; () -> ""."""
+    ids = sorted(set(cpus))
+    out: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def parse_cpu_mask(text: str) -> tuple[int, ...]:
+    """CPU ids set in a kernel hex mask: "00000000,0000000f" -> (0, 1, 2, 3); "0" -> ().
+
+    Each comma-separated group is one 32-bit word, most significant first, as the kernel
+    prints and parses them; a mask without commas is one number. Raises ValueError.
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError("empty CPU mask")
+    value = 0
+    if "," in text:
+        for group in text.split(","):
+            if not group or len(group) > 8:
+                raise ValueError(f"CPU mask {text!r}: each group between commas is 1-8 hex digits")
+            value = (value << 32) | _hex(group, text)
+    else:
+        value = _hex(text, text)
+    bits = bin(value)[:1:-1]  # least significant bit first
+    return tuple(i for i, b in enumerate(bits) if b == "1")
+
+
+def _hex(s: str, whole: str) -> int:
+    if s.startswith(("0x", "0X", "+", "-")):
+        raise ValueError(f"CPU mask {whole!r} is plain hex digits, without 0x or sign")
+    try:
+        return int(s, 16)
+    except ValueError:
+        raise ValueError(f"CPU mask {whole!r} is not hexadecimal") from None
+
+
+def format_cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
+    """A mask exactly as sysfs prints it for a kernel with `ncpus` CPU ids (nr_cpu_ids).
+
+    32-bit groups of 8 hex digits, most significant first; the leading group has only
+    as many digits as its bits need: 2 CPUs -> "3", 8 -> "ff", 36 -> "f,ffffffff".
+    Raises ValueError for a CPU id outside 0..ncpus-1.
+    """
+    if ncpus <= 0:
+        raise ValueError(f"ncpus must be positive, got {ncpus}")
+    value = 0
+    for cpu in cpus:
+        if not 0 <= cpu < ncpus:
+            raise ValueError(f"CPU {cpu} does not exist on a kernel with {ncpus} CPU ids")
+        value |= 1 << cpu
+    groups = []
+    lead_bits = ncpus % 32 or 32
+    nwords = (ncpus + 31) // 32
+    for w in range(nwords - 1, -1, -1):
+        word = (value >> (32 * w)) & 0xFFFFFFFF
+        width = (lead_bits + 3) // 4 if w == nwords - 1 else 8
+        groups.append(f"{word:0{width}x}")
+    return ",".join(groups)
+
+
+def read_online_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
+    """Online CPU ids from sysfs; from /proc/stat's cpuN lines when sysfs has no answer."""
+    problems: list[Problem] = []
+    try:
+        cpus = parse_cpu_list(root.read_line(ONLINE))
+        if cpus:
+            return cpus, problems
+        problems.append(Problem(ONLINE, f"{ONLINE} is empty; taking online CPUs from /proc/stat"))
+    except OSError as exc:
+        problems.append(from_oserror(ONLINE, exc))
+    except ValueError as exc:
+        problems.append(Problem(ONLINE, f"cannot parse {ONLINE} ({exc}); taking online CPUs "
+                                        "from /proc/stat"))
+    from nettop.collectors.cpustat import parse_stat  # cpustat does not import this module
+
+    try:
+        text = root.read_text(STAT)
+    except OSError as exc:
+        problems.append(from_oserror(STAT, exc))
+        return (), problems
+    times, stat_problems = parse_stat(text)
+    problems.extend(stat_problems)
+    return tuple(sorted(times)), problems
+
+
+def read_possible_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
+    """Possible CPU ids; `max + 1` is the nr_cpu_ids that sizes every printed CPU mask."""
+    try:
+        return parse_cpu_list(root.read_line(POSSIBLE)), []
+    except OSError as exc:
+        return (), [from_oserror(POSSIBLE, exc)]
+    except ValueError as exc:
+        return (), [Problem(POSSIBLE, f"cannot parse {POSSIBLE}: {exc}")]
