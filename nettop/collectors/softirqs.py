@@ -1,0 +1,74 @@
+"""NET_RX / NET_TX softirq counts per CPU from /proc/softirqs.
+
+A NET_RX count is one run of the receive softirq on that CPU (NAPI polls, backlog and
+RPS processing), so its rate shows which CPUs do the network receive work, whatever
+IRQ or RPS setting put it there. The header names the CPU of each column ("CPU0 CPU1
+..."), and columns are mapped by that id, never by position, because a kernel may leave
+CPUs out of the header. Only the NET_RX and NET_TX rows are split into numbers; on a
+256-CPU host the other rows are skipped untouched. Counts are 32-bit and wrap.
+"""
+
+from __future__ import annotations
+
+from nettop.problems import Problem, from_oserror, malformed
+from nettop.snapshot import SoftirqCounts
+from nettop.sysroot import SysRoot
+
+SOFTIRQS = "proc/softirqs"
+_SRC = "/proc/softirqs"
+_U32 = 0xFFFFFFFF
+
+
+def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
+    """NET_RX and NET_TX counts per CPU id from /proc/softirqs text."""
+    problems: list[Problem] = []
+    lines = text.split("\n")
+    cpus: list[int] = []
+    first = 0
+    for first, line in enumerate(lines):
+        if ":" not in line and "CPU" in line:
+            # The header; vendor kernels may put a word before it or a line above it.
+            cpus = [int(t[3:]) for t in line.split() if t.startswith("CPU") and t[3:].isdigit()]
+            break
+    if not cpus:
+        return {}, [Problem(_SRC, f"{_SRC} has no CPU header line; NET_RX/NET_TX per CPU "
+                                  f"are not shown (first line: {lines[0][:60]!r})")]
+    rows: dict[str, list[int]] = {}
+    bad: set[str] = set()
+    for line in lines[first + 1:]:
+        name, sep, rest = line.partition(":")
+        name = name.strip()
+        if not sep or name not in ("NET_RX", "NET_TX"):
+            continue
+        try:
+            vals = [int(v) for v in rest.split()]
+        except ValueError:
+            problems.append(malformed(_SRC, f"{name} row has a non-number"))
+            bad.add(name)
+            continue
+        if len(vals) != len(cpus):
+            problems.append(malformed(
+                _SRC, f"{name} row has {len(vals)} counts for {len(cpus)} CPUs in the header"))
+            bad.add(name)
+            continue
+        if name not in rows:  # a vendor's second table below may repeat names
+            rows[name] = vals
+    missing = [name for name in ("NET_RX", "NET_TX") if name not in rows]
+    if missing:
+        absent = [name for name in missing if name not in bad]
+        if absent:
+            problems.append(Problem(_SRC, f"{_SRC} has no {' or '.join(absent)} row; "
+                                          "network softirqs per CPU are not shown"))
+        return {}, problems
+    rx, tx = rows["NET_RX"], rows["NET_TX"]
+    out = {cpu: SoftirqCounts(cpu, r & _U32, t & _U32) for cpu, r, t in zip(cpus, rx, tx)}
+    return out, problems
+
+
+def read_softirqs(root: SysRoot) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
+    """Read and parse /proc/softirqs under `root`."""
+    try:
+        text = root.read_text(SOFTIRQS)
+    except OSError as exc:
+        return {}, [from_oserror(_SRC, exc)]
+    return parse_softirqs(text)
