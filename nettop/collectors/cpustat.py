@@ -1,0 +1,90 @@
+"""Per-CPU time from /proc/stat: how much of each CPU goes to softirq, hardirq and the rest.
+
+Only the `cpuN` lines are read. They come first in the file, so the parser walks lines
+while they start with "cpu" and stops at the first other one: the `intr` line after them
+holds one number per IRQ (thousands on a big host) and is never split. The kernel prints
+`cpuN` lines for online CPUs only, so ids can have gaps.
+
+Columns were added over the years: user nice system idle iowait irq softirq (2.6.0),
+steal (2.6.11), guest (2.6.24), guest_nice (2.6.33). Missing trailing columns are 0.
+"""
+
+from __future__ import annotations
+
+from nettop.problems import Problem, from_oserror, malformed
+from nettop.snapshot import CpuTimes
+from nettop.sysroot import SysRoot
+
+STAT = "proc/stat"
+_MIN_COLUMNS = 4  # user nice system idle: every kernel nettop can meet has these
+_NCOLUMNS = 10
+
+PERCENT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
+    """Per-CPU times from /proc/stat text, keyed by CPU id (the aggregate line is skipped)."""
+    out: dict[int, CpuTimes] = {}
+    problems: list[Problem] = []
+    pos = 0
+    n = len(text)
+    while pos < n and text.startswith("cpu", pos):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            nl = n
+        line = text[pos:nl]
+        pos = nl + 1
+        if line.startswith("cpu "):
+            continue  # the sum over all CPUs
+        parts = line.split()
+        try:
+            cpu = int(parts[0][3:])
+            vals = [int(v) for v in parts[1:_NCOLUMNS + 1]]
+        except (ValueError, IndexError):
+            problems.append(malformed("/proc/stat", repr(line[:80])))
+            continue
+        if len(vals) < _MIN_COLUMNS or cpu < 0 or any(v < 0 for v in vals):
+            problems.append(malformed("/proc/stat", repr(line[:80])))
+            continue
+        if len(vals) < _NCOLUMNS:
+            vals.extend([0] * (_NCOLUMNS - len(vals)))
+        out[cpu] = CpuTimes(cpu, *vals)
+    if not out:
+        problems.append(Problem("/proc/stat", "no per-CPU lines in /proc/stat: per-CPU "
+                                              "softirq and irq time cannot be shown"))
+    return out, problems
+
+
+def read_stat(root: SysRoot) -> tuple[dict[int, CpuTimes], list[Problem]]:
+    """Read and parse /proc/stat under `root`."""
+    try:
+        text = root.read_text(STAT)
+    except OSError as exc:
+        return {}, [from_oserror("/proc/stat", exc)]
+    return parse_stat(text)
+
+
+def cpu_percentages(prev: CpuTimes, cur: CpuTimes) -> dict[str, float]:
+    """Share of the ticks elapsed between two samples of one CPU spent in each state, in %.
+
+    Keys: user, nice, system, idle, iowait, irq, softirq, steal; they add up to 100, or
+    are all 0.0 when no tick elapsed. No value is ever negative. A field that went
+    backwards is either a restart from zero (the CPU was offlined and came back: the old
+    nohz idle/iowait accounting starts again, so the new value is the time since then)
+    or the kernel's known small step back of nohz iowait/idle (counted as 0). A drop to
+    at most half the old value is taken as the restart.
+    """
+    deltas = []
+    for name in PERCENT_FIELDS:
+        a, b = getattr(prev, name), getattr(cur, name)
+        if b >= a:
+            deltas.append(b - a)
+        elif b <= a // 2:
+            deltas.append(b)
+        else:
+            deltas.append(0)
+    total = sum(deltas)
+    if total <= 0:
+        return dict.fromkeys(PERCENT_FIELDS, 0.0)
+    scale = 100.0 / total
+    return {name: d * scale for name, d in zip(PERCENT_FIELDS, deltas)}
