@@ -1,0 +1,320 @@
+"""Which IRQ serves which NIC queue.
+
+The kernel says it directly only through netdev genetlink (queue → NAPI → IRQ), and only
+for drivers that record the NAPI's IRQ. Everything else is inferred the way operators do
+it by hand: the device's MSI vectors (`device/msi_irqs`, or the PCI parent's for virtio)
+narrowed down by the names drivers give their IRQs in /proc/interrupts:
+
+    mlx5_comp<N>@pci:<bdf>, mlx4-comp-<N>@pci:<bdf>   combined N (bdf must be the device's)
+    <if>-TxRx-<N>, i40e-<if>-TxRx-<N>, ice-<if>-TxRx-<N>, <if>-Tx-Rx-<N> (ena), <if>-<N>
+                                                      combined N
+    <if>-rx-<N>, <if>-tx-<N>, <if>-tx-<N>-rx-<M>      rx N / tx N / both
+    virtio<K>-input.<q>, virtio<K>-output.<q>          rx q / tx q of the device virtio<K>
+    ena-io-<N>                                        combined N (only among msi_irqs)
+
+The device's other vectors (config, async events, mailbox, link) go to `other_irqs`.
+Naming also works on a captured /proc/interrupts without sysfs. A queue with no IRQ
+(veth, loopback) is listed with `irqs=()` and the map's source is "none".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from nettop.problems import Problem
+from nettop.snapshot import InterruptTable, QueueIrqs, QueueMap
+from nettop.sysroot import SysRoot
+
+_BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+_VIRTIO = re.compile(r"virtio\d+")
+_QUEUE_DIR = re.compile(r"(rx|tx)-(\d+)")
+_PCI_VEC = re.compile(r"(?:mlx5_comp(\d+)|mlx4-comp-(\d+))@pci:(\S+)")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceIrqs:
+    """What sysfs says about the device behind an interface."""
+
+    bdf: str | None = None  # PCI address of the function ("0000:81:00.0")
+    virtio: str | None = None  # "virtio2" when the netdev sits on a virtio device
+    msi_irqs: frozenset[int] | None = None  # None: no msi_irqs directory to go by
+
+
+def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
+    """The interface's device (None when it has none: veth, bridge, loopback)."""
+    link = root.join(f"sys/class/net/{ifname}/device")
+    if not os.path.lexists(link):
+        return None
+    path = os.path.realpath(link)
+    base, parent = os.path.basename(path), os.path.dirname(path)
+    virtio = base if _VIRTIO.fullmatch(base) else None
+    bdf = base if _BDF.fullmatch(base) else None
+    if bdf is None and _BDF.fullmatch(os.path.basename(parent)):
+        bdf = os.path.basename(parent)
+    msi = None
+    for d in (path, parent) if virtio or bdf != base else (path,):
+        try:
+            msi = frozenset(int(x) for x in os.listdir(os.path.join(d, "msi_irqs")) if x.isdigit())
+            break
+        except OSError:
+            continue
+    return DeviceIrqs(bdf, virtio, msi)
+
+
+def read_queue_dirs(root: SysRoot, ifname: str) -> list[tuple[str, int]] | None:
+    """("rx", 0), ("tx", 0), ... from sys/class/net/IF/queues; None if it is not there."""
+    try:
+        names = root.listdir(f"sys/class/net/{ifname}/queues")
+    except OSError:
+        return None
+    out = []
+    for n in names:
+        m = _QUEUE_DIR.fullmatch(n)
+        if m:
+            out.append((m.group(1), int(m.group(2))))
+    return sorted(out)
+
+
+SHARED = [("*", -1)]  # one vector for the whole device: serves every queue if none is specific
+
+
+def classify(name: str, ifname: str, dev: DeviceIrqs | None,
+             in_msi: bool = False) -> list[tuple[str, int]] | None:
+    """Queues an IRQ named `name` serves for `ifname`: [] for a device IRQ that serves
+    none (config, misc, link), SHARED for a device's single vector, None when the name
+    is not this interface's. `in_msi`: the IRQ is known to be one of the device's."""
+    if name.startswith(ifname):
+        rest = name[len(ifname):]
+        if rest == "":
+            return SHARED
+        m = _IF_SUFFIX.fullmatch(rest)
+        return _suffix_queues(m) if m else None
+    for prefix in ("i40e-", "ice-"):
+        if name.startswith(prefix + ifname + "-"):
+            m = _IF_SUFFIX.fullmatch(name[len(prefix) + len(ifname):])
+            return _suffix_queues(m) if m else None
+    if dev is None:
+        return None
+    if dev.virtio and name.startswith(dev.virtio):
+        rest = name[len(dev.virtio):]
+        if rest in ("", "-virtqueues"):
+            return SHARED
+        m = _VIRTIO_SUFFIX.fullmatch(rest)
+        if m:
+            return [("rx" if m.group(1) == "input" else "tx", int(m.group(2)))]
+        return [] if rest.startswith("-") else None
+    if dev.bdf and "@pci:" in name:
+        m = _PCI_VEC.fullmatch(name)
+        if m:
+            return [("combined", int(m.group(1) or m.group(2)))] if m.group(3) == dev.bdf else None
+    if dev.bdf and dev.bdf in name:
+        return []  # i40e-<bdf>:misc, mlx5_async@pci:<bdf>, ena-mgmnt@pci:<bdf>, ...
+    if in_msi:
+        m = _ENA_IO.fullmatch(name)
+        if m:
+            return [("combined", int(m.group(1)))]
+    return None
+
+
+_IF_SUFFIX = re.compile(
+    r"-(?:(?P<c>\d+)|(?:TxRx|Tx-Rx|txrx)-(?P<cc>\d+)|rx-(?P<rx>\d+)|tx-(?P<tx>\d+)"
+    r"|tx-(?P<ptx>\d+)-rx-(?P<prx>\d+))")
+_VIRTIO_SUFFIX = re.compile(r"-(input|output)\.(\d+)")
+_ENA_IO = re.compile(r"ena-io-(\d+)")
+
+
+def _suffix_queues(m: re.Match[str]) -> list[tuple[str, int]]:
+    if m.group("c") is not None:
+        return [("combined", int(m.group("c")))]
+    if m.group("cc") is not None:
+        return [("combined", int(m.group("cc")))]
+    if m.group("rx") is not None:
+        return [("rx", int(m.group("rx")))]
+    if m.group("tx") is not None:
+        return [("tx", int(m.group("tx")))]
+    return [("tx", int(m.group("ptx"))), ("rx", int(m.group("prx")))]
+
+
+# --- building the map ------------------------------------------------------------------
+
+_KIND_ORDER = {"combined": 0, "rx": 1, "tx": 2}
+
+
+def map_by_names(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
+                 queue_dirs: list[tuple[str, int]] | None,
+                 napi_ids: dict[tuple[str, int], int] | None = None) -> QueueMap:
+    """Pure: the queue map from IRQ names (and msi_irqs when `dev` has them)."""
+    table = irqs.irqs
+    msi = dev.msi_irqs if dev is not None else None
+    if msi is not None:
+        candidates: Iterable[int] = sorted(msi)
+    elif dev is None and queue_dirs is not None:
+        candidates = ()  # a software device (veth, bridge, lo): no IRQ can be its own
+    else:
+        candidates = table.keys()
+    assigned: dict[tuple[str, int], list[int]] = {}
+    shared: list[int] = []
+    other: list[int] = []
+    bdf_chip = ("-" + dev.bdf) if dev is not None and dev.bdf else None
+    for irq in candidates:
+        info = table.get(irq)
+        if info is None:
+            if msi is not None:
+                other.append(irq)
+            continue
+        q = classify(info.name, ifname, dev, msi is not None)
+        if q is None:
+            if msi is not None or (bdf_chip and info.chip.endswith(bdf_chip)):
+                other.append(irq)
+        elif q is SHARED:
+            shared.append(irq)
+        elif not q:
+            other.append(irq)
+        else:
+            for key in q:
+                assigned.setdefault(key, []).append(irq)
+    if queue_dirs:
+        rx = {i for k, i in queue_dirs if k == "rx"}
+        tx = {i for k, i in queue_dirs if k == "tx"}
+        for (kind, idx) in list(assigned):
+            ok = idx in rx if kind == "rx" else idx in tx if kind == "tx" else (idx in rx or idx in tx)
+            if not ok:  # e.g. mlx5 completion vectors beyond the configured channels
+                other.extend(assigned.pop((kind, idx)))
+    if not assigned and shared:
+        for key in queue_dirs or [("combined", 0)]:
+            assigned[key] = list(shared)
+    else:
+        other.extend(shared)
+    return _build(ifname, assigned, queue_dirs, napi_ids or {}, other, "driver-naming")
+
+
+def _build(ifname: str, assigned: dict[tuple[str, int], list[int]],
+           queue_dirs: list[tuple[str, int]] | None, napi_ids: dict[tuple[str, int], int],
+           other: Iterable[int], source: str) -> QueueMap:
+    covered = set(assigned)
+    for kind, idx in list(assigned):
+        if kind == "combined":
+            covered.update((("rx", idx), ("tx", idx)))
+    for key in queue_dirs or ():
+        if key not in covered:
+            assigned[key] = []
+    rows = []
+    for (kind, idx) in sorted(assigned, key=lambda k: (_KIND_ORDER.get(k[0], 3), k[1])):
+        napi = napi_ids.get((kind, idx))
+        if napi is None and kind == "combined":
+            napi = napi_ids.get(("rx", idx), napi_ids.get(("tx", idx)))
+        rows.append(QueueIrqs(kind, idx, tuple(dict.fromkeys(assigned[(kind, idx)])), napi))
+    used = {i for r in rows for i in r.irqs}
+    others = tuple(sorted(set(other) - used))
+    if not used:
+        source = "none"
+    return QueueMap(ifname, tuple(rows), source, others)
+
+
+def map_by_netlink(ifname: str, queues: list[dict[str, Any]], napis: list[dict[str, Any]],
+                   fallback: QueueMap) -> QueueMap | None:
+    """Pure: the map from netdev genetlink answers, or None when no NAPI has an IRQ.
+
+    rx-N and tx-N served by the same NAPI become one "combined" row; the device's other
+    IRQs are those the naming map (`fallback`) knows that no queue uses."""
+    irq_of = {n["id"]: n["irq"] for n in napis if "id" in n and "irq" in n}
+    if not irq_of:
+        return None
+    napi_of = {(q["type"], q["id"]): q.get("napi_id") for q in queues
+               if q.get("type") in ("rx", "tx") and "id" in q}
+    assigned: dict[tuple[str, int], list[int]] = {}
+    napi_ids: dict[tuple[str, int], int] = {}
+    for (kind, idx), napi in sorted(napi_of.items()):
+        if kind == "tx" and napi is not None and napi_of.get(("rx", idx)) == napi:
+            continue  # folded into the combined row below
+        if kind == "rx" and napi is not None and napi_of.get(("tx", idx)) == napi:
+            kind = "combined"
+        assigned[(kind, idx)] = [irq_of[napi]] if napi in irq_of else []
+        if napi is not None:
+            napi_ids[(kind, idx)] = napi
+    known = {i for r in fallback.queues for i in r.irqs} | set(fallback.other_irqs)
+    return _build(ifname, assigned, None, napi_ids, known, "netdev-netlink")
+
+
+# --- readers ---------------------------------------------------------------------------
+
+
+def _netlink_answers(nl: Any, ifindex: int | None, what: str,
+                     problems: list[Problem]) -> tuple[list[dict], list[dict]] | None:
+    from nettop.netdev_genl import NetdevUnsupported
+
+    try:
+        return nl.queues(ifindex), nl.napis(ifindex)
+    except NetdevUnsupported:
+        return None  # an older kernel: driver naming is all there is
+    except Exception as exc:  # noqa: BLE001 - a netlink failure must not stop the tick
+        problems.append(Problem(f"netdev genetlink {what}",
+                                f"cannot ask netdev genetlink for the queues of {what}: {exc}; "
+                                "queue IRQs come from driver naming instead"))
+        return None
+
+
+def _ifindex(root: SysRoot, ifname: str) -> int | None:
+    try:
+        return int(root.read_line(f"sys/class/net/{ifname}/ifindex"))
+    except (OSError, ValueError):
+        return None
+
+
+def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
+             answers: tuple[list[dict], list[dict]] | None,
+             problems: list[Problem]) -> QueueMap:
+    queue_dirs = read_queue_dirs(root, ifname)
+    if queue_dirs is None and root.exists("sys/class/net") and root.exists(f"sys/class/net/{ifname}"):
+        problems.append(Problem(f"sys/class/net/{ifname}/queues",
+                                f"cannot list the queues of {ifname} (sys/class/net/{ifname}/queues)"))
+    dev = read_device(root, ifname)
+    napi_ids = None
+    if answers is not None:
+        queues, napis = answers
+        napi_ids = {(q["type"], q["id"]): q["napi_id"] for q in queues
+                    if "napi_id" in q and q.get("type") in ("rx", "tx") and "id" in q}
+    by_name = map_by_names(ifname, irqs, dev, queue_dirs, napi_ids)
+    if answers is not None:
+        by_nl = map_by_netlink(ifname, answers[0], answers[1], by_name)
+        if by_nl is not None:
+            return by_nl
+    return by_name
+
+
+def map_queues(root: SysRoot, ifname: str, irqs: InterruptTable,
+               nl: Any | None) -> tuple[QueueMap, list[Problem]]:
+    """The queue → IRQ map of one interface (netlink first when `nl` is given and live)."""
+    problems: list[Problem] = []
+    answers = None
+    if nl is not None and root.live:
+        ifindex = _ifindex(root, ifname)
+        if ifindex is not None:
+            answers = _netlink_answers(nl, ifindex, ifname, problems)
+    return _map_one(root, ifname, irqs, answers, problems), problems
+
+
+def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
+            nl: Any | None) -> tuple[dict[str, QueueMap], list[Problem]]:
+    """Queue maps of several interfaces, with one netlink dump for all of them."""
+    problems: list[Problem] = []
+    names = list(ifnames)
+    grouped: dict[int, tuple[list[dict], list[dict]]] | None = None
+    if nl is not None and root.live and names:
+        answers = _netlink_answers(nl, None, "all interfaces", problems)
+        if answers is not None:
+            grouped = {}
+            for i, rows in enumerate(answers):
+                for row in rows:
+                    grouped.setdefault(row.get("ifindex", -1), ([], []))[i].append(row)
+    out: dict[str, QueueMap] = {}
+    for name in names:
+        mine = None
+        if grouped is not None:
+            ifindex = _ifindex(root, name)
+            mine = grouped.get(ifindex, ([], [])) if ifindex is not None else None
+        out[name] = _map_one(root, name, irqs, mine, problems)
+    return out, problems
