@@ -1,0 +1,98 @@
+"""Per-CPU receive backlog counters from /proc/net/softnet_stat.
+
+`dropped` (the CPU's backlog was full: raise net.core.netdev_max_backlog or spread the
+load) and `time_squeeze` (a softirq run ended with work left: budget or time ran out,
+see net.core.netdev_budget*) are the per-CPU signs of receive overload; `received_rps`
+shows RPS/RFS steering work arriving from other CPUs.
+
+One line per online CPU, every field `%08x` of a 32-bit counter (so they wrap). The
+columns grew over kernel versions (net/core/net-procfs.c, earlier net/core/dev.c):
+
+     9  processed dropped time_squeeze 0 0 0 0 0 cpu_collision          2.6.x
+    10  ... + received_rps                                                2.6.35
+    11  ... + flow_limit_count (cpu_collision printed as 0 since 4.x)     3.11
+    13  ... + backlog (input + process queue length), cpu id              5.10
+    15  ... + input queue length, process queue length                   6.x
+
+The kernel skips offline CPUs. Where it prints the CPU id (13+ columns) that id is used;
+otherwise line i belongs to the i-th online CPU, which the caller passes in.
+"""
+
+from __future__ import annotations
+
+from nettop.problems import Problem, from_oserror, malformed
+from nettop.snapshot import SoftnetRow
+from nettop.sysroot import SysRoot
+
+SOFTNET = "proc/net/softnet_stat"
+_SRC = "/proc/net/softnet_stat"
+_MIN_COLUMNS = 9
+# Column positions (see the table above).
+_PROCESSED, _DROPPED, _SQUEEZE, _RPS, _FLOW_LIMIT, _BACKLOG, _CPU = 0, 1, 2, 9, 10, 11, 12
+
+
+def parse_softnet(
+    text: str, online_cpus: tuple[int, ...] | None = None
+) -> tuple[dict[int, SoftnetRow], list[Problem]]:
+    """Softnet counters per CPU id from /proc/net/softnet_stat text.
+
+    `online_cpus` (ascending, as read at the same tick) maps lines of kernels that do
+    not print the CPU id; without it line i is taken to be CPU i. A malformed line is
+    skipped, but still occupies its CPU's position.
+    """
+    problems: list[Problem] = []
+    rows: list[list[int] | None] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if len(parts) < _MIN_COLUMNS:
+                raise ValueError(f"{len(parts)} columns, expected at least {_MIN_COLUMNS}")
+            rows.append([int(p, 16) for p in parts[:_CPU + 1]])
+        except ValueError as exc:
+            problems.append(malformed(_SRC, f"{line[:60]!r} ({exc})"))
+            rows.append(None)  # still holds its CPU's place when lines are positional
+    # Every line of one file has the same layout: a CPU column in any line means all.
+    if any(v is not None and len(v) > _CPU for v in rows):
+        return {v[_CPU]: _row(v[_CPU], v, True) for v in rows if v is not None}, problems
+    out: dict[int, SoftnetRow] = {}
+    if online_cpus is None:
+        cpus: tuple[int, ...] | range = range(len(rows))
+    else:
+        cpus = online_cpus
+        if len(rows) != len(online_cpus):
+            problems.append(Problem(_SRC, (
+                f"{_SRC} has {len(rows)} lines but {len(online_cpus)} CPUs are online (a CPU "
+                "went on- or offline between the reads); softnet rows may be attributed to "
+                "the wrong CPU this tick"
+            )))
+    for cpu, v in zip(cpus, rows):
+        if v is not None:
+            out[cpu] = _row(cpu, v, False)
+    return out, problems
+
+
+def _row(cpu: int, v: list[int], from_column: bool) -> SoftnetRow:
+    n = len(v)
+    return SoftnetRow(
+        cpu=cpu,
+        processed=v[_PROCESSED],
+        dropped=v[_DROPPED],
+        time_squeeze=v[_SQUEEZE],
+        received_rps=v[_RPS] if n > _RPS else 0,
+        flow_limit_count=v[_FLOW_LIMIT] if n > _FLOW_LIMIT else 0,
+        backlog=v[_BACKLOG] if n > _BACKLOG else None,
+        cpu_from_column=from_column,
+    )
+
+
+def read_softnet(
+    root: SysRoot, online_cpus: tuple[int, ...] | None = None
+) -> tuple[dict[int, SoftnetRow], list[Problem]]:
+    """Read and parse /proc/net/softnet_stat under `root` (see `parse_softnet`)."""
+    try:
+        text = root.read_text(SOFTNET)
+    except OSError as exc:
+        return {}, [from_oserror(_SRC, exc)]
+    return parse_softnet(text, online_cpus)
