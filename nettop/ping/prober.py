@@ -112,6 +112,27 @@ class Prober:
         """Stats of every target since the previous take(), keyed as given."""
         return {s.tracker.target: s.tracker.take() for s in self._slots}
 
+    def methods(self) -> dict[str, str | None]:
+        """How each target is probed: "icmp-raw", "icmp-dgram", "tcp", "udp", or None
+        while it is not (yet) open."""
+        out: dict[str, str | None] = {}
+        for s in self._slots:
+            t = s.target
+            if isinstance(t, IcmpTarget):
+                out[s.tracker.target] = None if t.sock is None else \
+                    ("icmp-raw" if t.raw else "icmp-dgram")
+            elif t is None or s.next_send_ns is None:
+                out[s.tracker.target] = None
+            else:
+                out[s.tracker.target] = "tcp" if isinstance(t, TcpTarget) else "udp"
+        return out
+
+    def icmp_identifiers(self) -> dict[str, int]:
+        """The echo identifier each open ICMP target puts on the wire (on datagram
+        sockets the kernel's choice: the socket's port), e.g. to find it in tcpdump."""
+        return {s.tracker.target: s.target.expect_ident for s in self._slots
+                if isinstance(s.target, IcmpTarget) and s.target.sock is not None}
+
     def trackers(self) -> dict[str, Tracker]:
         """The live bookkeeping (duplicate, late and foreign reply counts)."""
         return {s.tracker.target: s.tracker for s in self._slots}

@@ -7,7 +7,9 @@ is closed with an RST (SO_LINGER 0) so probing leaves no TIME_WAIT behind.
 
 UDP: one connected socket per target; any datagram back from the target answers the
 oldest probe (or the probe whose cookie it echoes), and an ICMP port unreachable is an
-answer too: both carry kernel receive stamps.
+answer too: both carry kernel receive stamps. Hosts rate-limit port unreachables
+(Linux: a burst of 6, then 1/s per source, net.ipv4.icmp_ratelimit), so probing a
+closed UDP port faster than that shows loss that is the target's doing.
 """
 
 from __future__ import annotations
