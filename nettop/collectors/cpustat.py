@@ -1,8 +1,8 @@
 """Per-CPU time from /proc/stat: how much of each CPU goes to softirq, hardirq and the rest.
 
-Only the `cpuN` lines are read. They come first in the file, so the parser walks lines
-while they start with "cpu" and stops at the first other one: the `intr` line after them
-holds one number per IRQ (thousands on a big host) and is never split. The kernel prints
+Only the `cpuN` lines are read. They come first in the file, so the parser cuts the text
+at the `intr` line and stops at the first line not starting with "cpu": `intr` holds one
+number per IRQ (thousands on a big host) and is never split. The kernel prints
 `cpuN` lines for online CPUs only, so ids can have gaps.
 
 Columns were added over the years: user nice system idle iowait irq softirq (2.6.0),
@@ -26,28 +26,23 @@ def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
     """Per-CPU times from /proc/stat text, keyed by CPU id (the aggregate line is skipped)."""
     out: dict[int, CpuTimes] = {}
     problems: list[Problem] = []
-    pos = 0
-    n = len(text)
-    while pos < n and text.startswith("cpu", pos):
-        nl = text.find("\n", pos)
-        if nl < 0:
-            nl = n
-        line = text[pos:nl]
-        pos = nl + 1
+    end = text.find("\nintr")
+    for line in (text if end < 0 else text[:end]).split("\n"):
+        if not line.startswith("cpu"):
+            break
         if line.startswith("cpu "):
             continue  # the sum over all CPUs
         parts = line.split()
         try:
             cpu = int(parts[0][3:])
-            vals = [int(v) for v in parts[1:_NCOLUMNS + 1]]
-        except (ValueError, IndexError):
+            vals = list(map(int, parts[1:_NCOLUMNS + 1]))
+            if len(vals) < _NCOLUMNS:
+                if len(vals) < _MIN_COLUMNS:
+                    raise ValueError
+                vals.extend([0] * (_NCOLUMNS - len(vals)))
+        except ValueError:
             problems.append(malformed("/proc/stat", repr(line[:80])))
             continue
-        if len(vals) < _MIN_COLUMNS or cpu < 0 or any(v < 0 for v in vals):
-            problems.append(malformed("/proc/stat", repr(line[:80])))
-            continue
-        if len(vals) < _NCOLUMNS:
-            vals.extend([0] * (_NCOLUMNS - len(vals)))
         out[cpu] = CpuTimes(cpu, *vals)
     if not out:
         problems.append(Problem("/proc/stat", "no per-CPU lines in /proc/stat: per-CPU "

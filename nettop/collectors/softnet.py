@@ -27,8 +27,10 @@ from nettop.sysroot import SysRoot
 SOFTNET = "proc/net/softnet_stat"
 _SRC = "/proc/net/softnet_stat"
 _MIN_COLUMNS = 9
-# Column positions (see the table above).
-_PROCESSED, _DROPPED, _SQUEEZE, _RPS, _FLOW_LIMIT, _BACKLOG, _CPU = 0, 1, 2, 9, 10, 11, 12
+# The columns nettop uses (see the table above); only these are converted from hex:
+# processed, dropped, time_squeeze, received_rps, flow_limit_count, backlog, cpu id.
+_WANTED = (0, 1, 2, 9, 10, 11, 12)
+_RPS, _FLOW_LIMIT, _BACKLOG, _CPU = 3, 4, 5, 6  # positions in the converted list
 
 
 def parse_softnet(
@@ -49,7 +51,8 @@ def parse_softnet(
         try:
             if len(parts) < _MIN_COLUMNS:
                 raise ValueError(f"{len(parts)} columns, expected at least {_MIN_COLUMNS}")
-            rows.append([int(p, 16) for p in parts[:_CPU + 1]])
+            n = len(parts)
+            rows.append([int(parts[i], 16) for i in _WANTED if i < n])
         except ValueError as exc:
             problems.append(malformed(_SRC, f"{line[:60]!r} ({exc})"))
             rows.append(None)  # still holds its CPU's place when lines are positional
@@ -77,9 +80,9 @@ def _row(cpu: int, v: list[int], from_column: bool) -> SoftnetRow:
     n = len(v)
     return SoftnetRow(
         cpu=cpu,
-        processed=v[_PROCESSED],
-        dropped=v[_DROPPED],
-        time_squeeze=v[_SQUEEZE],
+        processed=v[0],
+        dropped=v[1],
+        time_squeeze=v[2],
         received_rps=v[_RPS] if n > _RPS else 0,
         flow_limit_count=v[_FLOW_LIMIT] if n > _FLOW_LIMIT else 0,
         backlog=v[_BACKLOG] if n > _BACKLOG else None,
