@@ -164,6 +164,7 @@ def test_online_cpus_nothing_readable(tmp_path):
 # --- the live kernel -----------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_live_online_cpus_match_the_kernel():
     cpus, problems = read_online_cpus(LIVE)
     assert problems == []
@@ -183,6 +184,7 @@ def _nr_cpu_ids() -> int:
     return max(possible) + 1
 
 
+@pytest.mark.live
 def test_live_irq_masks_agree_with_their_lists():
     """Every IRQ's smp_affinity (mask) and smp_affinity_list name the same CPUs."""
     ncpus = _nr_cpu_ids()
@@ -200,6 +202,7 @@ def test_live_irq_masks_agree_with_their_lists():
     assert checked > 0
 
 
+@pytest.mark.lab
 def test_live_rps_mask_written_by_us_reads_back_identically(veth_lab):
     """A mask in our spelling is accepted by the kernel and printed back unchanged."""
     ncpus = _nr_cpu_ids()

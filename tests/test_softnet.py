@@ -141,6 +141,7 @@ def test_reader_on_a_captured_tree(tmp_path):
 # --- the live kernel -----------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_live_rows_are_the_online_cpus_by_column():
     online, _ = read_online_cpus(LIVE)
     rows, problems = read_softnet(LIVE, online)
@@ -149,6 +150,7 @@ def test_live_rows_are_the_online_cpus_by_column():
     assert all(r.cpu_from_column and r.backlog is not None for r in rows.values())
 
 
+@pytest.mark.lab
 def test_live_processed_rises_by_the_packets_sent_through_a_veth(veth_lab):
     """Every packet the peer namespace receives is counted in `processed` of some CPU."""
     n = 300
