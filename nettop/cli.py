@@ -77,8 +77,13 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
 
 
 def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
-    from nettop.text_report import watch
-    return watch(root, interval, ifaces)
+    """The full-screen app on a terminal; the plain refreshing report when output is not one."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        from nettop.text_report import watch
+        return watch(root, interval, ifaces)
+    from nettop.tui.app import run
+    from nettop.tui.source import LiveSource
+    return run(LiveSource(root, ifaces, interval))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,379 @@
+"""The live full-screen app: header, five panels, footer; keyboard only.
+
+The app is handed a `Source` and never reads the kernel: the source's thread puts each
+new point in a mailbox and wakes the app with one message; the handler takes the newest
+point and updates every panel inside one batch. Tables change only the cells whose
+text changed; charts are redrawn only when a point arrives. Layout is CSS: a scrollable
+stack of panels on small terminals, a grid on large ones, one panel when zoomed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import ClassVar, Iterable
+
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+
+from nettop.timeline import Event, Point
+from nettop.tui import format as fmt
+from nettop.tui import model
+from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart
+from nettop.tui.screens import HelpScreen, InterfacePicker
+from nettop.tui.source import Source
+from nettop.tui.tables import (
+    BqlTable, CpuTable, IfaceTable, QdiscTable, QueueTable, label_width,
+)
+from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
+
+INTERVAL_STEPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+HEATMAP_ABOVE_CPUS = 32
+TREND_WIDTH = 6
+PANELS = ("queues", "cpus", "throughput", "latency", "qdisc")
+NO_LATENCY = "no latency probe: run with --ping HOST"
+
+
+class NewPoint(Message):
+    """The source has a point waiting in its mailbox."""
+
+
+class Panel(Vertical):
+    """One titled panel; the app zooms and jumps between these."""
+
+    def __init__(self, title: str, *children: Widget, id: str) -> None:  # noqa: A002
+        super().__init__(*children, id=id, classes="panel")
+        self.border_title = title
+
+
+def next_interval(current: float, direction: int) -> float:
+    """The next step up (+1) or down (-1) the interval ladder from `current`."""
+    if direction > 0:
+        bigger = [s for s in INTERVAL_STEPS if s > current + 1e-9]
+        return bigger[0] if bigger else INTERVAL_STEPS[-1]
+    smaller = [s for s in INTERVAL_STEPS if s < current - 1e-9]
+    return smaller[-1] if smaller else INTERVAL_STEPS[0]
+
+
+class NettopApp(App[None]):
+    CSS_PATH = str(Path(__file__).with_name("nettop.tcss"))  # absolute: subclasses live elsewhere
+    TITLE = "nettop"
+    ENABLE_COMMAND_PALETTE = True
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (34, "-tall")]
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("question_mark", "help", "help", key_display="?", tooltip="this help: every key"),
+        Binding("q", "quit", "quit", tooltip="quit nettop"),
+        Binding("space,p", "pause", "pause", tooltip="pause / resume sampling (the screen keeps the last sample)"),
+        Binding("plus,equals_sign", "interval(1)", "slower", key_display="+/-",
+                tooltip="longer sampling interval (0.1 0.2 0.5 1 2 5 10 30 60 s)"),
+        Binding("minus", "interval(-1)", "faster", show=False, tooltip="shorter sampling interval"),
+        Binding("i", "interfaces", "ifaces", tooltip="pick the interfaces shown in every panel"),
+        Binding("z", "zoom", "zoom", tooltip="zoom the focused panel to the whole screen, again to go back"),
+        Binding("t", "next_theme", "theme", tooltip="next theme: dark, light, mono (high contrast)"),
+        Binding("s", "sort", "sort", tooltip="sort queues by: queue, irq/s, rx pps, tx pps, CPU"),
+        Binding("r", "reverse", "reverse", show=False, tooltip="reverse the queue sort order"),
+        Binding("n", "numa", "NUMA", show=False,
+                tooltip="CPUs: only those on the shown NICs' NUMA node (or all again)"),
+        Binding("m", "mark", "mark", show=False, tooltip="put an event marker on the charts at the newest sample"),
+        Binding("1", "panel('queues')", "queues", show=False, tooltip="go to the queues panel"),
+        Binding("2", "panel('cpus')", "CPUs", show=False, tooltip="go to the CPUs panel"),
+        Binding("3", "panel('throughput')", "throughput", show=False, tooltip="go to the throughput panel"),
+        Binding("4", "panel('latency')", "latency", show=False, tooltip="go to the latency panel"),
+        Binding("5", "panel('qdisc')", "qdisc/BQL", show=False, tooltip="go to the qdisc / BQL panel"),
+    ]
+
+    def __init__(self, source: Source, window_s: float = 180.0) -> None:
+        super().__init__()
+        self.source = source
+        self.window_s = window_s
+        self.picked: frozenset[str] | None = None
+        self.sort_mode = QueueTable.SORTS[0]
+        self.sort_reverse = False
+        self.numa_only = False
+        self.zoomed: str | None = None
+        self.latest: Point | None = None
+        self.frames = 0  # points drawn: tests check bursts collapse into one frame
+        for theme in load_themes().values():
+            self.register_theme(theme)
+        self.theme = NO_COLOR_THEME if self.no_color else DEFAULT_THEME
+
+    # --- layout ------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("nettop: waiting for the first sample", id="header")
+        yield Static("", id="notice")
+        with VerticalScroll(id="panels", can_focus=False):
+            yield Panel("1 queues", QueueTable(id="queues-table"), id="queues")
+            yield Panel("2 CPUs", CpuTable(id="cpus-table"), CpuHeatmap(id="cpus-heatmap"), id="cpus")
+            yield Panel("3 throughput", IfaceTable(id="ifaces-table"), ThroughputChart(id="throughput-chart"),
+                        id="throughput")
+            yield Panel("5 qdisc / BQL", QdiscTable(id="qdisc-table"), BqlTable(id="bql-table"), id="qdisc")
+            yield Panel("4 latency", Static(NO_LATENCY, id="latency-empty"), LatencyChart(id="latency-chart"),
+                        id="latency")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#queues", Panel).border_subtitle = "sort: queue"
+        self.query_one("#latency-chart").display = False
+        self.query_one("#cpus-heatmap").display = False
+        self.query_one("#notice").display = False
+        self.query_one("#queues-table").focus()
+        self.source.start(self._wake)
+
+    def on_unmount(self) -> None:
+        self.source.stop()
+
+    def _wake(self) -> None:
+        self.post_message(NewPoint())
+
+    # --- data --------------------------------------------------------------------------
+
+    @on(NewPoint)
+    def _on_new_point(self) -> None:
+        point = self.source.take()
+        if point is None:
+            return
+        self.latest = point
+        self.frames += 1
+        with self.batch_update():
+            self._draw(point)
+
+    def redraw(self) -> None:
+        if self.latest is not None:
+            with self.batch_update():
+                self._draw(self.latest)
+
+    def shown(self, point: Point) -> list[str]:
+        return model.shown_interfaces(point.snapshot, self.picked)
+
+    def _draw(self, point: Point) -> None:
+        names = self.shown(point)
+        self._draw_header(point)
+        self._draw_notice(point)
+        self._draw_queues(point, names)
+        self._draw_cpus(point, names)
+        self._draw_throughput(point, names)
+        self._draw_qdisc(point, names)
+        self._draw_latency(point)
+
+    def _draw_header(self, point: Point | None = None) -> None:
+        point = point or self.latest
+        src = self.source
+        state = "PAUSED" if src.paused else src.mode
+        own = src.own_cpu_percent() if point is self.latest and point is not None else None
+        if own is not None:
+            self._own_cpu = own
+        parts = [f"nettop {state}", f"every {fmt.interval(src.interval)}"]
+        own_cpu = getattr(self, "_own_cpu", None)
+        if own_cpu is not None:
+            parts.append(f"nettop CPU {own_cpu:.1f}%")
+        if point is not None:
+            snap = point.snapshot
+            stamp = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S")
+            parts += [snap.host, snap.kernel, f"{stamp} UTC"]
+            if point.rates is not None and point.rates.sampler_cpu_pct is not None:
+                parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
+        self.query_one("#header", Static).update(" │ ".join(parts))
+
+    def _draw_notice(self, point: Point) -> None:
+        text = model.root_notice(point.snapshot, self.source.is_root)
+        notice = self.query_one("#notice", Static)
+        if text is None:
+            notice.display = False
+            return
+        notice.update(text)
+        notice.display = True
+
+    def _draw_queues(self, point: Point, names: list[str]) -> None:
+        table = self.query_one(QueueTable)
+        rows = model.queue_rows(point, names)
+        rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
+        table.widen("queue", label_width((r.label for r in rows), 10))
+        hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
+        table.sync([(r.key, QueueTable.cells(r, fmt.sparkline(hist.get(r.key, []), TREND_WIDTH)))
+                    for r in rows])
+
+    def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
+        nodes = {d.numa_node for n in names if (d := point.snapshot.devices.get(n)) and d.numa_node is not None}
+        if not nodes or not self.source.cpu_nodes:
+            return None
+        return {c for c, node in self.source.cpu_nodes.items() if node in nodes}
+
+    def _draw_cpus(self, point: Point, names: list[str]) -> None:
+        rows = model.cpu_rows(point)
+        caption = f"{len(rows)} CPUs, softirq %"
+        if self.numa_only:
+            keep = self._numa_cpus(point, names)
+            if keep is None:
+                caption += " (NUMA filter: node unknown, showing all)"
+            else:
+                rows = [r for r in rows if r.cpu in keep]
+                caption += f" (NUMA filter: {len(rows)} CPUs on the NIC's node)"
+        heat = len(point.snapshot.online_cpus) > HEATMAP_ABOVE_CPUS
+        table, heatmap = self.query_one(CpuTable), self.query_one(CpuHeatmap)
+        if table.display == heat:
+            table.display, heatmap.display = not heat, heat
+        if heat:
+            heatmap.show(rows, caption)
+        else:
+            table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
+        self.query_one("#cpus", Panel).border_subtitle = caption
+
+    def _draw_throughput(self, point: Point, names: list[str]) -> None:
+        rows = []
+        rates = point.rates
+        for name in names:
+            lr = rates.links.get(name) if rates else None
+            b = (lambda v: None if v is None else 8 * v)
+            drops = None
+            if lr and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
+                drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
+            rows.append((name, (
+                (name, ""),
+                (fmt.si(b(lr.rx_bytes_per_s) if lr else None), ""),
+                (fmt.si(b(lr.tx_bytes_per_s) if lr else None), ""),
+                (fmt.si(lr.rx_packets_per_s if lr else None), ""),
+                (fmt.si(lr.tx_packets_per_s if lr else None), ""),
+                (fmt.si(drops), "hot" if drops else ""),
+            )))
+        table = self.query_one(IfaceTable)
+        table.widen("if", label_width(names, 10))
+        table.sync(rows)
+        points = self.source.timeline.points()
+        markers = model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s)
+        self.query_one(ThroughputChart).show(model.throughput(points, names, self.window_s), markers, self.window_s)
+
+    def _draw_qdisc(self, point: Point, names: list[str]) -> None:
+        qt = self.query_one(QdiscTable)
+        rows = model.qdisc_rows(point, names)
+        qt.widen("if", label_width((r.ifname for r in rows), 10))
+        qt.sync([(r.key, QdiscTable.cells(r)) for r in rows])
+        brows = model.bql_rows(point.snapshot, names)
+        bt = self.query_one(BqlTable)
+        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}" for r in brows), 14))
+        bt.sync([(r.key, BqlTable.cells(r)) for r in brows])
+
+    def _draw_latency(self, point: Point) -> None:
+        series = model.latency_series(self.source.timeline.points(), self.window_s)
+        chart, empty = self.query_one(LatencyChart), self.query_one("#latency-empty")
+        if not series:
+            if chart.display:
+                chart.display, empty.display = False, True
+            return
+        if not chart.display:
+            chart.display, empty.display = True, False
+        markers = model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s)
+        chart.show(series, markers, self.window_s)
+
+    # --- actions -----------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.BINDINGS))
+
+    def action_pause(self) -> None:
+        self.source.paused = not self.source.paused
+        self._draw_header()
+        self.notify("paused" if self.source.paused else "sampling", timeout=2)
+
+    def action_interval(self, direction: int) -> None:
+        self.source.interval = next_interval(self.source.interval, direction)
+        self._draw_header()
+
+    def action_interfaces(self) -> None:
+        if self.latest is None:
+            self.notify("no sample yet: interfaces appear after the first tick", timeout=3)
+            return
+        names = sorted(self.latest.snapshot.links)
+        shown = self.shown(self.latest)
+
+        def apply(chosen: frozenset[str] | None) -> None:
+            if chosen is not None:
+                self.picked = chosen
+                self.redraw()
+
+        self.push_screen(InterfacePicker(names, shown), apply)
+
+    def current_panel(self) -> str:
+        node = self.focused
+        while node is not None:
+            if isinstance(node, Panel) and node.id:
+                return node.id
+            node = node.parent  # type: ignore[assignment]
+        return "queues"
+
+    def action_zoom(self) -> None:
+        panels = self.query_one("#panels")
+        if self.zoomed is not None:
+            self.query_one(f"#{self.zoomed}").remove_class("-zoom")
+            panels.remove_class("-zoomed")
+            self.zoomed = None
+            return
+        self.zoomed = self.current_panel()
+        self.query_one(f"#{self.zoomed}").add_class("-zoom")
+        panels.add_class("-zoomed")
+
+    def action_panel(self, name: str) -> None:
+        panel = self.query_one(f"#{name}", Panel)
+        if self.zoomed is not None and self.zoomed != name:
+            self.query_one(f"#{self.zoomed}").remove_class("-zoom")
+            panel.add_class("-zoom")
+            self.zoomed = name
+        target = next((w for w in panel.query("*") if w.focusable and w.display), None)
+        if target is not None:
+            target.focus()
+        panel.scroll_visible(animate=False)
+
+    def action_next_theme(self) -> None:
+        order = list(THEME_ORDER)
+        i = order.index(self.theme) if self.theme in order else -1
+        self.theme = order[(i + 1) % len(order)]
+
+    def action_sort(self) -> None:
+        sorts = QueueTable.SORTS
+        self.sort_mode = sorts[(sorts.index(self.sort_mode) + 1) % len(sorts)]
+        self._show_sort()
+
+    def action_reverse(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self._show_sort()
+
+    def _show_sort(self) -> None:
+        arrow = " (reversed)" if self.sort_reverse else ""
+        self.query_one("#queues", Panel).border_subtitle = f"sort: {self.sort_mode}{arrow}"
+        self.redraw()
+
+    def action_numa(self) -> None:
+        self.numa_only = not self.numa_only
+        self.redraw()
+
+    def action_mark(self) -> None:
+        t = self.latest.snapshot.t_wall if self.latest else 0.0
+        self.source.timeline.add_event(Event(t, "mark", "marked by the operator"))
+        self.redraw()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for b in self.BINDINGS:
+            if b.action in ("quit",):
+                continue
+            key = b.key_display or b.key.split(",")[0]
+            yield SystemCommand(f"nettop: {b.description}", f"key {key}",
+                                lambda a=b.action: self.run_action(a))
+
+
+def run(source: Source) -> int:
+    NettopApp(source).run()
+    return 0
+
+
+__all__ = ["NettopApp", "NewPoint", "Panel", "next_interval", "run"]

@@ -1,0 +1,266 @@
+"""What the screen shows, as plain rows computed from a timeline point.
+
+Everything here is a pure function of `Point`s (no Textual import), so the tables only
+have to compare rows and update the cells that changed, and tests can check the
+figures without a terminal. Queue rows reuse the join that `nettop snapshot --json`
+does (queue map + IRQ affinity + RPS/XPS + per-queue rates), so both always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from nettop.snapshot import Snapshot
+from nettop.snapshot_json import _qdisc, _queues
+from nettop.timeline import Event, Point
+
+# Interfaces that are shown unless the operator picks otherwise: everything but loopback.
+HIDDEN_BY_DEFAULT = frozenset({"lo"})
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    key: str  # "eth0/combined/0": stable across ticks, the DataTable row key
+    ifname: str
+    kind: str
+    index: int
+    irqs: tuple[int, ...]
+    affinity: tuple[int, ...] | None
+    effective: tuple[int, ...] | None
+    irq_per_s: float | None
+    rx_pps: float | None
+    tx_pps: float | None
+    rps: str | None
+    xps: str | None
+    managed: bool  # kernel-managed IRQ: its affinity cannot be moved
+
+    @property
+    def label(self) -> str:
+        return f"{self.ifname} {self.kind}-{self.index}"
+
+    @property
+    def activity(self) -> float | None:
+        """What the sparkline draws: IRQs/s where the queue has IRQs, else packets/s."""
+        if self.irqs:
+            return self.irq_per_s
+        if self.rx_pps is None and self.tx_pps is None:
+            return None
+        return (self.rx_pps or 0.0) + (self.tx_pps or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuRow:
+    cpu: int
+    softirq_pct: float | None
+    irq_pct: float | None
+    net_rx_per_s: float | None
+    net_tx_per_s: float | None
+    dropped_per_s: float | None
+    squeeze_per_s: float | None
+    rps_per_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class QdiscRow:
+    key: str
+    ifname: str
+    kind: str
+    handle: str
+    parent: str
+    backlog_bytes: int
+    backlog_packets: int
+    drops: int
+    requeues: int
+    drops_per_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class BqlRow:
+    key: str
+    ifname: str
+    queue: int
+    limit: int
+    inflight: int
+    limit_max: int
+
+
+def shown_interfaces(snap: Snapshot, picked: frozenset[str] | None) -> list[str]:
+    """The interfaces on screen: the operator's pick, else all but loopback."""
+    if picked is not None:
+        return [n for n in sorted(snap.links) if n in picked]
+    return [n for n in sorted(snap.links) if n not in HIDDEN_BY_DEFAULT]
+
+
+def _is_managed(aff: Any) -> bool:
+    return bool(getattr(aff, "managed", False))
+
+
+def queue_rows(point: Point, ifnames: Sequence[str]) -> list[QueueRow]:
+    snap, rates = point.snapshot, point.rates
+    if rates is None:
+        return []
+    rows: list[QueueRow] = []
+    for name in ifnames:
+        if name not in snap.links:
+            continue
+        qmap = snap.queue_maps.get(name)
+        for q in _queues(name, snap, rates, snap.devices.get(name), qmap.queues if qmap else ()):
+            irqs = tuple(q["irqs"])
+            rows.append(QueueRow(
+                key=f"{name}/{q['kind']}/{q['index']}",
+                ifname=name,
+                kind=q["kind"],
+                index=q["index"],
+                irqs=irqs,
+                affinity=tuple(q["affinity"]) if q["affinity"] is not None else None,
+                effective=tuple(q["effective_affinity"]) if q["effective_affinity"] is not None else None,
+                irq_per_s=q["irq_per_s"],
+                rx_pps=q.get("rx_packets_per_s"),
+                tx_pps=q.get("tx_packets_per_s"),
+                rps=q.get("rps_cpus"),
+                xps=q.get("xps_cpus"),
+                managed=any(_is_managed(snap.irq_affinity.get(i)) for i in irqs),
+            ))
+    return rows
+
+
+def cpu_rows(point: Point) -> list[CpuRow]:
+    if point.rates is None:
+        return [CpuRow(c, None, None, None, None, None, None, None) for c in point.snapshot.online_cpus]
+    return [
+        CpuRow(c.cpu, c.softirq_pct, c.irq_pct, c.net_rx_per_s, c.net_tx_per_s,
+               c.softnet_dropped_per_s, c.time_squeeze_per_s, c.received_rps_per_s)
+        for _, c in sorted(point.rates.cpus.items()) if c.presence.value != "gone"
+    ]
+
+
+def qdisc_rows(point: Point, ifnames: Sequence[str]) -> list[QdiscRow]:
+    snap, rates = point.snapshot, point.rates
+    rows: list[QdiscRow] = []
+    for name in ifnames:
+        doc = _qdisc(snap.qdiscs.get(name, ()), rates.qdiscs.get(name, ()) if rates else ())
+        if doc is None:
+            continue
+        tops = [doc, *doc["children"]] + ([doc["ingress"]] if "ingress" in doc else [])
+        for q in tops:
+            rows.append(QdiscRow(
+                key=f"{name}/{q['handle']}/{q['parent']}", ifname=name, kind=q["kind"],
+                handle=q["handle"], parent=q["parent"], backlog_bytes=q["backlog_bytes"],
+                backlog_packets=q["backlog_packets"], drops=q["drops"], requeues=q["requeues"],
+                drops_per_s=q["drops_per_s"],
+            ))
+    return rows
+
+
+def bql_rows(snap: Snapshot, ifnames: Sequence[str]) -> list[BqlRow]:
+    rows: list[BqlRow] = []
+    for name in ifnames:
+        dev = snap.devices.get(name)
+        for b in (dev.bql if dev else ()):
+            rows.append(BqlRow(f"{name}/tx-{b.queue}", name, b.queue, b.limit, b.inflight, b.limit_max))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One interface's throughput over the chart window; x is seconds before the newest point."""
+
+    ifname: str
+    xs: tuple[float, ...]
+    rx_bits: tuple[float, ...]
+    tx_bits: tuple[float, ...]
+
+
+def throughput(points: Sequence[Point], ifnames: Iterable[str], window_s: float) -> list[Series]:
+    if not points:
+        return []
+    now = points[-1].snapshot.t_mono
+    recent = [p for p in points if p.rates is not None and now - p.snapshot.t_mono <= window_s]
+    out = []
+    for name in ifnames:
+        xs: list[float] = []
+        rx: list[float] = []
+        tx: list[float] = []
+        for p in recent:
+            lr = p.rates.links.get(name) if p.rates else None
+            if lr is None or lr.rx_bytes_per_s is None or lr.tx_bytes_per_s is None:
+                continue
+            xs.append(round(p.snapshot.t_mono - now, 3))
+            rx.append(8 * lr.rx_bytes_per_s)
+            tx.append(8 * lr.tx_bytes_per_s)
+        out.append(Series(name, tuple(xs), tuple(rx), tuple(tx)))
+    return out
+
+
+def event_offsets(events: Iterable[Event], newest: Snapshot, window_s: float) -> list[float]:
+    """Where each event sits on the chart's x axis (seconds before the newest point)."""
+    out = []
+    for e in events:
+        x = e.t_wall - newest.t_wall
+        if -window_s <= x <= 0:
+            out.append(round(x, 3))
+    return out
+
+
+def latency_series(points: Sequence[Point], window_s: float) -> dict[str, tuple[list[float], list[float]]]:
+    """Round-trip times per target, if snapshots carry a `latency` mapping (target -> ms or
+    an object with `rtt_ms`); empty until a latency probe fills it."""
+    if not points:
+        return {}
+    now = points[-1].snapshot.t_mono
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for p in points:
+        if now - p.snapshot.t_mono > window_s:
+            continue
+        lat = getattr(p.snapshot, "latency", None)
+        if not isinstance(lat, Mapping):
+            continue
+        for target, v in lat.items():
+            ms = v if isinstance(v, (int, float)) else getattr(v, "rtt_ms", None)
+            if ms is None:
+                continue
+            xs, ys = out.setdefault(str(target), ([], []))
+            xs.append(round(p.snapshot.t_mono - now, 3))
+            ys.append(float(ms))
+    return out
+
+
+def root_notice(snap: Snapshot, is_root: bool) -> str | None:
+    """One line saying which parts are missing for lack of privilege, or None."""
+    denied = [p.source for p in snap.problems if "permission denied" in p.message.lower()]
+    if is_root and not denied:
+        return None
+    parts = sorted(set(denied))
+    shown = ", ".join(parts[:4]) + (f" and {len(parts) - 4} more" if len(parts) > 4 else "")
+    head = "not root: " if not is_root else ""
+    if parts:
+        return f"{head}these need root and are not shown: {shown}"
+    return (f"{head}read-only view; IRQ affinity changes, ethtool coalesce/rings and "
+            "some driver counters need root")
+
+
+def queue_activity_history(points: Sequence[Point], rows: Sequence[QueueRow],
+                           width: int) -> dict[str, list[float | None]]:
+    """The last `width` activity values of each queue row, oldest first, for sparklines."""
+    recent = [p for p in points[-width:] if p.rates is not None]
+    out: dict[str, list[float | None]] = {r.key: [] for r in rows}
+    by_if: dict[str, list[QueueRow]] = {}
+    for r in rows:
+        by_if.setdefault(r.ifname, []).append(r)
+    for p in recent:
+        assert p.rates is not None
+        for name, rs in by_if.items():
+            lr = p.rates.links.get(name)
+            qr = {(q.kind, q.index): q for q in (lr.queues if lr else ())}
+            for r in rs:
+                if r.irqs:
+                    vals = [p.rates.irqs[i].per_s for i in r.irqs if i in p.rates.irqs]
+                    known = [v for v in vals if v is not None]
+                    out[r.key].append(sum(known) if known else None)
+                    continue
+                kinds = ("rx", "tx") if r.kind == "combined" else (r.kind,)
+                pk = [qr[(k, r.index)].packets_per_s for k in kinds if (k, r.index) in qr]
+                known = [v for v in pk if v is not None]
+                out[r.key].append(sum(known) if known else None)
+    return out

@@ -1,0 +1,93 @@
+"""The help screen (every key, generated from the bindings) and the interface picker."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import SelectionList, Static
+
+# Keys Textual provides that the help must list too.
+BUILTIN_KEYS = (
+    ("tab / shift+tab", "move between panels"),
+    ("up / down / pgup / pgdn", "scroll the focused table"),
+    ("ctrl+p", "command palette: every action by name, and all themes"),
+)
+LEGEND = (
+    "cpu req>eff: requested affinity > effective affinity (shown when they differ)",
+    "irq 40*: kernel-managed IRQ, its affinity cannot be moved",
+    "trend: IRQs/s (or packets/s for queues without IRQs) over the last ticks",
+    "vertical lines on charts: events (tuning changes, interfaces or IRQs appearing)",
+)
+
+
+KEY_NAMES = {"plus": "+", "equals_sign": "=", "minus": "-", "question_mark": "?"}
+
+
+def key_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
+    """(keys, what they do), one row per action, in binding order; the long text is the
+    binding's tooltip, else its footer description."""
+    rows: dict[str, tuple[list[str], str]] = {}
+    for b in bindings:
+        keys, _ = rows.setdefault(b.action, ([], b.tooltip or b.description or b.action))
+        for k in b.key.split(","):
+            shown = KEY_NAMES.get(k.strip(), k.strip())
+            if shown not in keys:
+                keys.append(shown)
+    return [(" / ".join(keys), desc) for keys, desc in rows.values()]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "close help")]
+
+    def __init__(self, bindings: Iterable[Binding]) -> None:
+        super().__init__(id="help")
+        self._rows = key_rows(bindings) + list(BUILTIN_KEYS)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            width = max(len(k) for k, _ in self._rows)
+            text = Text(no_wrap=False, end="")
+            for keys, desc in self._rows:
+                text.append(f"{keys:<{width}}  ", style="bold")
+                text.append(f"{desc}\n")
+            yield Static(text, id="help-keys")
+            yield Static("\n".join(LEGEND), id="help-legend")
+            yield Static("escape or ? closes this help", id="help-close")
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)
+
+
+class InterfacePicker(ModalScreen["frozenset[str] | None"]):
+    """Tick the interfaces to show; space toggles, enter applies, escape cancels."""
+
+    BINDINGS = [
+        Binding("enter", "apply", "apply"),
+        Binding("escape", "cancel", "cancel"),
+        Binding("a", "all", "all"),
+    ]
+
+    def __init__(self, names: Iterable[str], shown: Iterable[str]) -> None:
+        super().__init__(id="picker")
+        self._names = list(names)
+        self._shown = set(shown)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker-box"):
+            yield Static("Interfaces: space toggles, a all, enter applies, escape cancels", id="picker-title")
+            yield SelectionList[str](*((n, n, n in self._shown) for n in self._names), id="picker-list")
+
+    def action_apply(self) -> None:
+        chosen = self.query_one(SelectionList).selected
+        self.dismiss(frozenset(chosen))
+
+    def action_all(self) -> None:
+        self.query_one(SelectionList).select_all()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,153 @@
+"""A scripted source and a deterministic synthetic host, for tests and screenshots.
+
+`ScriptedSource` has no thread and no timer: the test pushes each snapshot and the app
+sees it exactly as it would see a live one (same Timeline, same Mailbox). `synthetic`
+builds the snapshots of a made-up host whose counters grow by fixed, varying steps, so
+every screenshot is the same on every machine: no real clock, hostname or CPU %.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from nettop.problems import Problem
+from nettop.snapshot import (
+    BqlState, CpuTimes, DeviceConfig, HostConfig, InterruptTable, Irq, IrqAffinity,
+    LinkStats, QdiscStats, QueueConfig, QueueCounters, QueueIrqs, QueueMap, QueueStats,
+    Snapshot, SoftirqCounts, SoftnetRow,
+)
+from nettop.timeline import Event, Point, Timeline
+from nettop.tui.source import Mailbox, Wake
+
+T_WALL0 = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
+T_MONO0 = 1000.0
+
+
+class ScriptedSource:
+    """A source the test drives: `push` a snapshot, the app gets its point."""
+
+    def __init__(self, mode: str = "live", is_root: bool = True,
+                 cpu_nodes: Mapping[int, int] | None = None, own_cpu: float | None = 1.5,
+                 interval: float = 1.0) -> None:
+        self.mode = mode
+        self.is_root = is_root
+        self.cpu_nodes = dict(cpu_nodes or {})
+        self.timeline = Timeline()
+        self.own_cpu = own_cpu
+        self.interval = interval
+        self.paused = False
+        self.started = False
+        self.stopped = False
+        self._mailbox = Mailbox()
+        self._wake: Wake | None = None
+
+    @property
+    def superseded(self) -> int:
+        return self._mailbox.superseded
+
+    def start(self, wake: Wake) -> None:
+        self.started = True
+        self._wake = wake
+        if self._mailbox_has_point():
+            wake()
+
+    def _mailbox_has_point(self) -> bool:
+        return self.timeline.latest() is not None
+
+    def push(self, snap: Snapshot) -> Point:
+        point = self.timeline.append(snap)
+        if self._mailbox.put(point) and self._wake is not None:
+            self._wake()
+        return point
+
+    def add_event(self, event: Event) -> None:
+        self.timeline.add_event(event)
+
+    def take(self) -> Point | None:
+        return self._mailbox.take()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def own_cpu_percent(self) -> float | None:
+        return self.own_cpu
+
+
+# --- a synthetic host ------------------------------------------------------------------
+
+_WAVE = (3, 5, 8, 13, 9, 6, 4, 7, 11, 10, 5, 2)
+
+
+def _grow(i: int, step: int, phase: int = 0) -> int:
+    """Counter value at tick i: a sum of varying steps, so rates move but never repeat randomly."""
+    full, rest = divmod(i, len(_WAVE))
+    base = full * sum(_WAVE)
+    part = sum(_WAVE[(k + phase) % len(_WAVE)] for k in range(rest))
+    return step * (base + part)
+
+
+def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
+              problems: tuple[Problem, ...] = ()) -> Snapshot:
+    """Tick `i` of a host with eth0 (virtio-style IRQs, mq + pfifo_fast, BQL), a veth pair
+    end without IRQs but with per-queue counters, and loopback."""
+    cpu_ids = tuple(range(cpus))
+    irqs: dict[int, Irq] = {}
+    qirqs: list[QueueIrqs] = []
+    aff: dict[int, IrqAffinity] = {}
+    for q in range(queues):
+        for kind, base, label in (("rx", 40, "input"), ("tx", 40 + queues, "output")):
+            n = base + q
+            counts = tuple(_grow(i, 90 + 40 * q, q + c) if c == q % cpus else c for c in cpu_ids)
+            irqs[n] = Irq(n, "PCI-MSIX-0000:00:03.0", f"{n}-edge", f"virtio2-{label}.{q}", counts, sum(counts))
+            qirqs.append(QueueIrqs(kind, q, (n,)))
+            aff[n] = IrqAffinity(n, (q % cpus,), (q % cpus,), None, 0)
+    table = InterruptTable(cpu_ids, irqs)
+    softirqs = {c: SoftirqCounts(c, _grow(i, 200 + 50 * c, c), _grow(i, 40 + 10 * c, c)) for c in cpu_ids}
+    times = {}
+    for c in cpu_ids:
+        busy = _grow(i, 1 + c % 3, c)
+        times[c] = CpuTimes(c, user=busy, nice=0, system=busy, idle=100 * i - 3 * busy,
+                            iowait=0, irq=busy // 3, softirq=busy, steal=0)
+    softnet = {c: SoftnetRow(c, _grow(i, 300 + c, c), _grow(i, 1) if c == cpus - 1 else 0,
+                             _grow(i, 2, c) if c == 0 else 0, 0, 0, 0, True) for c in cpu_ids}
+    rxb, txb = _grow(i, 1_250_000), _grow(i, 310_000, 3)
+    vb = _grow(i, 4_000_000, 5)
+    links = {
+        "lo": LinkStats("lo", 1, _grow(i, 900), _grow(i, 900), _grow(i, 9), _grow(i, 9), 0, 0, 0, 0,
+                        "unknown", 65536, 1000),
+        "eth0": LinkStats("eth0", 2, rxb, txb, rxb // 1400, txb // 600, 0, 0, 0, 0, "up", 1500, 1000,
+                          None, None, None, False, queues, queues, "virtio_net"),
+        "veth0": LinkStats("veth0", 7, vb, vb // 3, vb // 1500, vb // 4500, 0, 0, 0, 0, "up", 1500, 1000,
+                           10000, "veth", None, False, queues, queues, "veth"),
+    }
+    vq = tuple(QueueCounters(k, q, _grow(i, 500 * (q + 1), q), _grow(i, 700_000 * (q + 1), q))
+               for k in ("rx", "tx") for q in range(queues))
+    qstats = {"eth0": QueueStats("eth0", (), "none"), "veth0": QueueStats("veth0", vq, "ethtool-stats")}
+    qmaps = {"eth0": QueueMap("eth0", tuple(qirqs), "driver-naming", (39,)),
+             "veth0": QueueMap("veth0", (), "none")}
+    qcfg = tuple(QueueConfig("rx", q, rps_cpus="0" if q else "f", rps_flow_cnt=0) for q in range(queues)) + \
+        tuple(QueueConfig("tx", q, xps_cpus=format(1 << (q % cpus), "x")) for q in range(queues))
+    bql = tuple(BqlState(q, 3028 + 1514 * q, 1879048192, 0, (i * 1514 * (q + 1)) % 9084) for q in range(queues))
+    devices = {
+        "eth0": DeviceConfig("eth0", 0, "virtio_net", "0000:00:03.0", qcfg, bql),
+        "veth0": DeviceConfig("veth0", None, "veth", None, qcfg),
+    }
+    qdiscs = {"eth0": (QdiscStats("eth0", "mq", "0:", "root", txb, txb // 600, _grow(i, 1), 0, _grow(i, 2)),)
+              + tuple(QdiscStats("eth0", "pfifo_fast", "0:", f"0:{q + 1}", txb // queues,
+                                 txb // 600 // queues, 0, 0, _grow(i, 1) // queues, 1514 * q, q)
+                      for q in range(queues)),
+              "veth0": (QdiscStats("veth0", "noqueue", "0:", "root"),)}
+    return Snapshot(
+        t_mono=T_MONO0 + i * interval, t_wall=T_WALL0 + i * interval, host="lab-host",
+        kernel="6.18.0-nettop-test", online_cpus=cpu_ids, interrupts=table, softirqs=softirqs,
+        cpu_times=times, softnet=softnet, links=links, queue_maps=qmaps, queue_stats=qstats,
+        qdiscs=qdiscs, devices=devices, irq_affinity=aff,
+        host_config=HostConfig("pfifo_fast", irqbalance_running=False), problems=problems,
+        read_cpu_s=0.002,
+    )
+
+
+ROOT_PROBLEMS = (
+    Problem("ethtool eth0", "cannot read ethtool eth0: Operation not permitted (permission denied; run nettop as root to see it)"),
+    Problem("/proc/irq/40/smp_affinity_list", "cannot read /proc/irq/40/smp_affinity_list: Permission denied"),
+)

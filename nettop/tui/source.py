@@ -1,0 +1,176 @@
+"""Where the app's points come from: the `Source` protocol and the live source.
+
+The app is handed a source (live, scripted for tests, later a replay) and never reads
+the kernel itself. A source produces `Point`s on its own thread and puts each into a
+`Mailbox` that keeps only the newest one, then wakes the UI at most once until the UI
+has taken it: a slow frame never delays sampling and a burst of samples never queues
+up frames. The mode string shown in the header comes from the source.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable, Iterable, Mapping, Protocol
+
+from nettop.sysroot import LIVE, SysRoot
+from nettop.timeline import Event, Point, Timeline
+
+Wake = Callable[[], None]
+
+
+class Source(Protocol):
+    mode: str  # "live", "replay" or "read-only"
+    timeline: Timeline
+    is_root: bool
+    cpu_nodes: Mapping[int, int]  # CPU id -> NUMA node, empty when unknown
+
+    @property
+    def interval(self) -> float: ...
+    @interval.setter
+    def interval(self, seconds: float) -> None: ...
+    @property
+    def paused(self) -> bool: ...
+    @paused.setter
+    def paused(self, value: bool) -> None: ...
+
+    def start(self, wake: Wake) -> None: ...
+    def take(self) -> Point | None: ...
+    def stop(self) -> None: ...
+    def own_cpu_percent(self) -> float | None: ...
+
+
+class Mailbox:
+    """Holds the newest point; `put` says whether the consumer must be woken."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._point: Point | None = None
+        self._wake_pending = False
+        self.superseded = 0  # points replaced before the UI took them
+
+    def put(self, point: Point) -> bool:
+        with self._lock:
+            if self._point is not None:
+                self.superseded += 1
+            self._point = point
+            if self._wake_pending:
+                return False
+            self._wake_pending = True
+            return True
+
+    def take(self) -> Point | None:
+        with self._lock:
+            point, self._point = self._point, None
+            self._wake_pending = False
+            return point
+
+
+def read_cpu_nodes(root: SysRoot) -> dict[int, int]:
+    """CPU id -> NUMA node from /sys/devices/system/node; empty on non-NUMA kernels."""
+    out: dict[int, int] = {}
+    try:
+        names = root.listdir("sys/devices/system/node")
+    except OSError:
+        return out
+    for name in names:
+        if not name.startswith("node") or not name[4:].isdigit():
+            continue
+        try:
+            text = root.read_line(f"sys/devices/system/node/{name}/cpulist")
+        except OSError:
+            continue
+        for cpu in parse_cpu_list(text):
+            out[cpu] = int(name[4:])
+    return out
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """'0-3,8' -> [0, 1, 2, 3, 8]; malformed parts are skipped."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.strip().isdigit() or (hi and not hi.strip().isdigit()):
+            continue
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+class LiveSource:
+    """HostReader + Sampler + Timeline on the sampler's own thread."""
+
+    def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
+                 interval: float = 1.0, max_points: int = 3600) -> None:
+        self.root = root
+        self.ifnames = list(ifnames) if ifnames else None
+        self.is_root = os.geteuid() == 0
+        self.mode = "live" if root.live and self.is_root else "read-only"
+        self.timeline = Timeline(max_points=max_points)
+        self.cpu_nodes = read_cpu_nodes(root)
+        self._interval = interval
+        self._paused = False
+        self._mailbox = Mailbox()
+        self._sampler = None
+        self._reader = None
+        self._wake: Wake | None = None
+        self._process = None
+
+    @property
+    def interval(self) -> float:
+        return self._interval
+
+    @interval.setter
+    def interval(self, seconds: float) -> None:
+        self._interval = seconds
+        if self._sampler is not None:
+            self._sampler.interval = seconds
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        self._paused = value
+        if self._sampler is not None:
+            self._sampler.paused = value
+
+    def start(self, wake: Wake) -> None:
+        from nettop.collect import HostReader
+        from nettop.sampler import Sampler
+
+        self._wake = wake
+        self._reader = HostReader(self.root, self.ifnames)
+        self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
+        self._sampler.paused = self._paused
+        self._sampler.start()
+
+    def _on_sample(self, snap) -> None:  # type: ignore[no-untyped-def]
+        point = self.timeline.append(snap)
+        if self._mailbox.put(point) and self._wake is not None:
+            self._wake()
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.timeline.add_event(Event(time.time(), "problem", f"sampler: {exc}"))
+
+    def take(self) -> Point | None:
+        return self._mailbox.take()
+
+    def stop(self) -> None:
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._sampler = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def own_cpu_percent(self) -> float | None:
+        """CPU % of the whole process (sampler thread + UI) since the previous call."""
+        if self._process is None:
+            import psutil
+
+            self._process = psutil.Process()
+            self._process.cpu_percent(None)
+            return None
+        return self._process.cpu_percent(None)
