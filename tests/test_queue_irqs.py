@@ -314,3 +314,42 @@ def test_live_veth_queues_have_no_irqs(veth_lab):
     m = maps[veth_lab.host_if]
     assert m.queues == tuple(QueueIrqs(k, i) for k in ("rx", "tx") for i in range(4))
     assert m.source == "none" and m.other_irqs == ()
+
+
+# --- netlink answers (dicts shaped as NetdevNetlink returns them) -----------------------
+
+
+def test_netlink_queue_napi_irq_chain_wins_and_pairs_become_combined(tmp_path):
+    from nettop.collectors.queue_irqs import map_by_names, map_by_netlink, read_device, read_queue_dirs
+
+    root = make_host(tmp_path, (DATA / "mlx5.Q6700.txt").read_text(), [
+        {"ifname": "ens1f0", "bdf": "0000:01:00.0", "queues": 2, "msi": list(range(27, 34))},
+    ])
+    table, _ = read_interrupts(root)
+    named = map_by_names("ens1f0", table, read_device(root, "ens1f0"), read_queue_dirs(root, "ens1f0"))
+    # the kernel says: channel i has one NAPI (id 8193+i) for rx-i and tx-i, on IRQ 31-i
+    queues = [{"id": i, "type": t, "ifindex": 7, "napi_id": 8193 + i} for i in range(2) for t in ("rx", "tx")]
+    napis = [{"id": 8193 + i, "ifindex": 7, "irq": 31 - i, "defer_hard_irqs": 0} for i in range(2)]
+    m = map_by_netlink("ens1f0", queues, napis, named)
+    assert m.source == "netdev-netlink"
+    assert m.queues == (QueueIrqs("combined", 0, (31,), 8193), QueueIrqs("combined", 1, (30,), 8194))
+    assert m.other_irqs == (27, 28, 29, 32, 33)
+
+
+def test_netlink_without_any_irq_leaves_it_to_naming_and_a_queue_without_irq_keeps_its_name(tmp_path):
+    from nettop.collectors.queue_irqs import map_by_names, map_by_netlink, read_device, read_queue_dirs
+
+    root = make_host(tmp_path, (DATA / "igb.E5606.txt").read_text(), [
+        {"ifname": "eth1", "bdf": "0000:02:00.1", "queues": 4, "msi": list(range(66, 75))},
+    ])
+    table, _ = read_interrupts(root)
+    named = map_by_names("eth1", table, read_device(root, "eth1"), read_queue_dirs(root, "eth1"))
+    rx_only = [{"id": i, "type": "rx", "ifindex": 7, "napi_id": 100 + i} for i in range(4)]
+    assert map_by_netlink("eth1", rx_only, [{"id": 100 + i, "ifindex": 7} for i in range(4)], named) is None
+    tx = [{"id": i, "type": "tx", "ifindex": 7} for i in range(4)]
+    m = map_by_netlink("eth1", rx_only + tx, [{"id": 100 + i, "ifindex": 7, "irq": 67 + i} for i in range(4)], named)
+    assert {(q.kind, q.index): (q.irqs, q.napi_id) for q in m.queues} == {
+        **{("rx", i): ((67 + i,), 100 + i) for i in range(4)},
+        **{("tx", i): ((71 + i,), None) for i in range(4)},
+    }
+    assert m.other_irqs == (66,)

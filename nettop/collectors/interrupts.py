@@ -102,7 +102,7 @@ def parse_interrupts(text: str, want: Want | None = None) -> tuple[InterruptTabl
             irq = int(text[start:c])
         except ValueError:
             label = text[start:c].strip()
-            if label and label.isalnum():
+            if label and len(label.split()) == 1:  # NMI, LOC, IPI0, Err, s390's I/O
                 other[label] = _named_row(text[c + 1:nl], n)
             else:
                 problems.append(malformed(SOURCE, f"line {lineno} has no IRQ label ({label[:20]!r})"))

@@ -22,11 +22,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from nettop.problems import Problem
 from nettop.snapshot import InterruptTable, QueueIrqs, QueueMap
 from nettop.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from nettop.netdev_genl import NetdevNetlink
 
 _BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _VIRTIO = re.compile(r"virtio\d+")
@@ -218,8 +221,9 @@ def map_by_netlink(ifname: str, queues: list[dict[str, Any]], napis: list[dict[s
                    fallback: QueueMap) -> QueueMap | None:
     """Pure: the map from netdev genetlink answers, or None when no NAPI has an IRQ.
 
-    rx-N and tx-N served by the same NAPI become one "combined" row; the device's other
-    IRQs are those the naming map (`fallback`) knows that no queue uses."""
+    rx-N and tx-N served by the same NAPI become one "combined" row. A queue whose NAPI
+    has no IRQ keeps what the naming map (`fallback`) found for it; the device's other
+    IRQs are those the naming map knows that no queue uses."""
     irq_of = {n["id"]: n["irq"] for n in napis if "id" in n and "irq" in n}
     if not irq_of:
         return None
@@ -235,6 +239,10 @@ def map_by_netlink(ifname: str, queues: list[dict[str, Any]], napis: list[dict[s
         assigned[(kind, idx)] = [irq_of[napi]] if napi in irq_of else []
         if napi is not None:
             napi_ids[(kind, idx)] = napi
+    named = {(r.kind, r.index): r.irqs for r in fallback.queues}
+    for (kind, idx), got in assigned.items():
+        if not got:
+            got.extend(named.get((kind, idx)) or named.get(("combined", idx)) or ())
     known = {i for r in fallback.queues for i in r.irqs} | set(fallback.other_irqs)
     return _build(ifname, assigned, None, napi_ids, known, "netdev-netlink")
 
@@ -242,7 +250,7 @@ def map_by_netlink(ifname: str, queues: list[dict[str, Any]], napis: list[dict[s
 # --- readers ---------------------------------------------------------------------------
 
 
-def _netlink_answers(nl: Any, ifindex: int | None, what: str,
+def _netlink_answers(nl: NetdevNetlink, ifindex: int | None, what: str,
                      problems: list[Problem]) -> tuple[list[dict], list[dict]] | None:
     from nettop.netdev_genl import NetdevUnsupported
 
@@ -286,7 +294,7 @@ def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
 
 
 def map_queues(root: SysRoot, ifname: str, irqs: InterruptTable,
-               nl: Any | None) -> tuple[QueueMap, list[Problem]]:
+               nl: NetdevNetlink | None) -> tuple[QueueMap, list[Problem]]:
     """The queue → IRQ map of one interface (netlink first when `nl` is given and live)."""
     problems: list[Problem] = []
     answers = None
@@ -298,7 +306,7 @@ def map_queues(root: SysRoot, ifname: str, irqs: InterruptTable,
 
 
 def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
-            nl: Any | None) -> tuple[dict[str, QueueMap], list[Problem]]:
+            nl: NetdevNetlink | None) -> tuple[dict[str, QueueMap], list[Problem]]:
     """Queue maps of several interfaces, with one netlink dump for all of them."""
     problems: list[Problem] = []
     names = list(ifnames)
