@@ -168,3 +168,23 @@ def test_live_kernel_matches_a_naive_reading():
         assert line.endswith(table.irqs[irq].name)
         # counters only grow between the two reads (wrap aside)
         assert all(b >= a for a, b in zip(counts, table.irqs[irq].counts))
+
+
+ARM64 = (
+    "           CPU0       CPU1\n"
+    " 11:        262        109     GICv3  27 Level     arch_timer\n"
+    " 13:          0          0     GICv3 412 Level     1004b800.serial:rx err\n"
+    " 16:          0          0  ARMH0061:00   3 Edge      power\n"
+    "IPI0:         9          9       Rescheduling interrupts\n"
+    "Err:          0\n"
+)
+
+
+def test_arm64_level_column_and_names_with_spaces():
+    table, problems = parse_interrupts(ARM64)
+    assert problems == []
+    timer = table.irqs[11]
+    assert (timer.chip, timer.hwirq, timer.name, timer.counts) == ("GICv3", "27 Level", "arch_timer", (262, 109))
+    assert table.irqs[13].name == "1004b800.serial:rx err"
+    assert (table.irqs[16].chip, table.irqs[16].hwirq) == ("ARMH0061:00", "3 Edge")
+    assert table.other == {"IPI0": (9, 9), "Err": (0,)}
