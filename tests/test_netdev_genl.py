@@ -44,6 +44,16 @@ def _msi_irqs(ifname: str) -> set[int]:
     return set()
 
 
+def _irq_names() -> dict[int, str]:
+    out = {}
+    with open("/proc/interrupts") as f:
+        for line in f:
+            m = re.match(r"\s*(\d+):.*?\s(\S+)\s*$", line)
+            if m:
+                out[int(m.group(1))] = m.group(2)
+    return out
+
+
 def _stat(ifname: str, name: str) -> int:
     with open(f"/sys/class/net/{ifname}/statistics/{name}") as f:
         return int(f.read())
@@ -70,10 +80,18 @@ def test_eth0_napis_serve_its_queues_and_any_irq_is_one_of_the_device(nl):
     queue_napis = {q["napi_id"] for q in nl.queues(ifindex) if "napi_id" in q}
     assert queue_napis, "eth0's driver reports no NAPI for any queue"
     assert queue_napis <= {n["id"] for n in napis}
+    irq_of = {n["id"]: n["irq"] for n in napis if "irq" in n}
     for n in napis:
         assert n["ifindex"] == ifindex
-        if "irq" in n:  # drivers that call netif_napi_set_irq(); virtio_net does not
+        if "irq" in n:  # drivers that call netif_napi_set_irq(); virtio_net on 6.18 does not
             assert n["irq"] in _msi_irqs("eth0")
+    dev = os.path.basename(os.path.realpath("/sys/class/net/eth0/device"))
+    if irq_of and dev.startswith("virtio"):
+        names = _irq_names()
+        for q in nl.queues(ifindex):
+            if q.get("napi_id") in irq_of:
+                want = f"{dev}-{'input' if q['type'] == 'rx' else 'output'}.{q['id']}"
+                assert names[irq_of[q["napi_id"]]] == want
 
 
 @has_eth0
