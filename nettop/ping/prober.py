@@ -79,10 +79,11 @@ class Prober:
                 target = UdpTarget(tracker, self.token, size)
             self._slots.append(_Slot(spec, target, tracker))
         self._stop = threading.Event()
+        self._wake_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._resolved: queue.SimpleQueue = queue.SimpleQueue()
-        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._ep = select.epoll()
+        self._wake_fd = -1
+        self._ep: select.epoll | None = None
         self._handlers: dict[int, Callable[[int], None]] = {}
 
     @property
@@ -92,21 +93,27 @@ class Prober:
     def start(self) -> None:
         if self._thread is not None:
             return
+        self._stop.clear()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._ep = select.epoll()
         self._ep.register(self._wake_fd, select.EPOLLIN)
         self._thread = threading.Thread(target=self._run, name="nettop-ping", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """Stop the thread and close every socket; take() still works afterwards."""
-        self._stop.set()
-        os.eventfd_write(self._wake_fd, 1)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._thread is None or self._ep is None:
+            return
+        with self._wake_lock:
+            self._stop.set()
+            os.eventfd_write(self._wake_fd, 1)
+        self._thread.join(timeout=5)
         for slot in self._slots:
             if slot.target is not None:
                 slot.target.close()
         self._ep.close()
         os.close(self._wake_fd)
+        self._thread, self._ep, self._wake_fd = None, None, -1
 
     def take(self) -> dict[str, LatencyStats]:
         """Stats of every target since the previous take(), keyed as given."""
@@ -147,11 +154,12 @@ class Prober:
     # --- the thread ---------------------------------------------------------------
 
     def _register(self, fd: int, mask: int, handler: Callable[[int], None]) -> None:
+        assert self._ep is not None
         self._handlers[fd] = handler
         self._ep.register(fd, mask)
 
     def _unregister(self, fd: int) -> None:
-        if self._handlers.pop(fd, None) is not None:
+        if self._handlers.pop(fd, None) is not None and self._ep is not None:
             self._ep.unregister(fd)
 
     def _resolve_in_background(self, index: int, spec: TargetSpec) -> None:
@@ -163,8 +171,9 @@ class Prober:
             except UnicodeError:
                 result = f"cannot resolve {spec.host!r}: not a valid host name"
             self._resolved.put((index, result))
-            if not self._stop.is_set():
-                os.eventfd_write(self._wake_fd, 1)
+            with self._wake_lock:  # stop() closes the fd under this lock
+                if not self._stop.is_set():
+                    os.eventfd_write(self._wake_fd, 1)
         threading.Thread(target=work, name="nettop-ping-resolve", daemon=True).start()
 
     def _opened(self, index: int, result: object) -> None:
@@ -190,6 +199,8 @@ class Prober:
         slot.next_send_ns = now + offset
 
     def _run(self) -> None:
+        ep = self._ep
+        assert ep is not None
         for i, slot in enumerate(self._slots):
             if slot.spec is not None:
                 self._resolve_in_background(i, slot.spec)
@@ -224,8 +235,8 @@ class Prober:
             wait = max(0, deadline - time.monotonic_ns()) / 1e9
             if wait:
                 # select() waits with µs precision where epoll_wait rounds up to a ms.
-                select.select([self._ep], [], [], wait)
-            for fd, events in self._ep.poll(0):
+                select.select([ep], [], [], wait)
+            for fd, events in ep.poll(0):
                 if fd == self._wake_fd:
                     try:
                         os.eventfd_read(self._wake_fd)
