@@ -44,6 +44,10 @@ class NewPoint(Message):
     """The source has a point waiting in its mailbox."""
 
 
+class EmptyState(Static, can_focus=True):
+    """What a panel says while it has nothing to show; focusable so the panel can be zoomed."""
+
+
 class Panel(Vertical):
     """One titled panel; the app zooms and jumps between these."""
 
@@ -116,7 +120,7 @@ class NettopApp(App[None]):
             yield Panel("3 throughput", IfaceTable(id="ifaces-table"), ThroughputChart(id="throughput-chart"),
                         id="throughput")
             yield Panel("5 qdisc / BQL", QdiscTable(id="qdisc-table"), BqlTable(id="bql-table"), id="qdisc")
-            yield Panel("4 latency", Static(NO_LATENCY, id="latency-empty"), LatencyChart(id="latency-chart"),
+            yield Panel("4 latency", EmptyState(NO_LATENCY, id="latency-empty"), LatencyChart(id="latency-chart"),
                         id="latency")
         yield Footer(compact=True)
 

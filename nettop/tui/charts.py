@@ -49,7 +49,7 @@ class ThroughputChart(PlotextPlot):
         self.refresh()
 
 
-class LatencyChart(PlotextPlot):
+class LatencyChart(PlotextPlot, can_focus=True):
     """Round-trip time per target (ms) with event markers."""
 
     def show(self, series: Mapping[str, tuple[list[float], list[float]]], markers: Sequence[float],

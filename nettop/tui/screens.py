@@ -67,7 +67,7 @@ class InterfacePicker(ModalScreen["frozenset[str] | None"]):
     """Tick the interfaces to show; space toggles, enter applies, escape cancels."""
 
     BINDINGS = [
-        Binding("enter", "apply", "apply"),
+        Binding("enter", "apply", "apply", priority=True),
         Binding("escape", "cancel", "cancel"),
         Binding("a", "all", "all"),
     ]
