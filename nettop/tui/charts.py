@@ -68,7 +68,7 @@ class LatencyChart(PlotextPlot, can_focus=True):
         self.refresh()
 
 
-class CpuHeatmap(Widget):
+class CpuHeatmap(Widget, can_focus=True):
     """Every CPU as one small cell (id and softirq %), shaded by load: for hosts with many CPUs."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"heat--0", "heat--1", "heat--2", "heat--3", "heat--label"}

@@ -158,8 +158,8 @@ class QueueTable(LiveTable):
 
 
 class CpuTable(LiveTable):
-    COLUMNS = (("cpu", "cpu", 3), ("sirq", "sirq%", 5), ("hirq", "hirq%", 5), ("rx", "NET_RX/s", 8),
-               ("tx", "NET_TX/s", 8), ("drop", "drop/s", 6), ("sqz", "squeeze/s", 9), ("rps", "rps/s", 6))
+    COLUMNS = (("cpu", "cpu", 3), ("sirq", "sirq%", 5), ("hirq", "hirq%", 5), ("rx", "NET_RX", 6),
+               ("tx", "NET_TX", 6), ("drop", "drop/s", 6), ("sqz", "squeeze", 7), ("rps", "rps/s", 5))
 
     @staticmethod
     def cells(row: CpuRow) -> tuple[Cell, ...]:

@@ -1,0 +1,65 @@
+"""SVG snapshots of every screen at 80x24 and 160x48 in each shipped theme.
+
+The data is the synthetic host of `nettop.tui.scripted` pushed tick by tick, so the
+pictures hold no real clock, hostname or CPU %; update them with
+`pytest --snapshot-update tests/test_tui_snapshots.py` after a deliberate change and look
+at the report before committing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nettop.tui.app import NettopApp
+from nettop.tui.scripted import ROOT_PROBLEMS, ScriptedSource, synthetic
+from nettop.tui.themes import THEME_ORDER
+
+SIZES = [(80, 24), (160, 48)]
+
+
+def feed(ticks: int = 20, **kw):
+    async def run_before(pilot) -> None:
+        for i in range(ticks):
+            pilot.app.source.push(synthetic(i, **kw))
+            await pilot.pause()
+    return run_before
+
+
+def app_in(theme: str, **source_kw) -> NettopApp:
+    app = NettopApp(ScriptedSource(**source_kw))
+    app.theme = theme
+    return app
+
+
+@pytest.mark.parametrize("theme", THEME_ORDER)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_main_screen(snap_compare, theme, size):
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed())
+
+
+@pytest.mark.parametrize("theme", THEME_ORDER)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help_screen(snap_compare, theme, size):
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3), press=["question_mark"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_interface_picker(snap_compare, size):
+    assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(3), press=["i", "down"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_zoomed_throughput_panel(snap_compare, size):
+    assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(40), press=["3", "z"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_non_root_notice(snap_compare, size):
+    app = app_in("nettop-dark", is_root=False, mode="read-only")
+    assert snap_compare(app, terminal_size=size, run_before=feed(3, problems=ROOT_PROBLEMS))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_256_cpu_heatmap_filtered_to_the_nic_node(snap_compare, size):
+    app = app_in("nettop-dark", cpu_nodes={c: c // 64 for c in range(256)})
+    assert snap_compare(app, terminal_size=size, run_before=feed(3, cpus=256), press=["2", "z", "n"])
