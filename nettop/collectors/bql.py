@@ -1,0 +1,66 @@
+"""Byte queue limits of each tx queue: how many bytes the driver may hold in its ring.
+
+BQL (`queues/tx-N/byte_queue_limits/`) caps the bytes queued to the NIC so that packets
+wait in the qdisc, where they can be scheduled and dropped fairly, instead of in the
+hardware ring. `limit` is the current dynamic limit, `limit_min`/`limit_max` bound it,
+and `inflight` is what sits in the ring now; a limit pinned at `limit_max` or inflight
+stuck near the limit explains latency that the qdisc counters do not show.
+
+BQL is a property of the device, not of a queue: drivers without it (veth, loopback,
+most virtual devices) get no `byte_queue_limits` directory on any queue. So tx-0 is
+tried first and a device without it costs one failed open per tick, whatever its
+number of queues.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from nettop.collectors.queue_config import list_queues
+from nettop.problems import Problem, from_oserror, malformed
+from nettop.snapshot import BqlState
+from nettop.sysroot import SysRoot
+
+FIELDS = ("limit", "limit_max", "limit_min", "inflight")
+
+
+def parse_bql(queue: int, values: dict[str, str]) -> BqlState:
+    """BqlState from the four files' text ({"limit": "2317", ...}); raises ValueError."""
+    return BqlState(
+        queue=queue,
+        limit=int(values["limit"]),
+        limit_max=int(values["limit_max"]),
+        limit_min=int(values["limit_min"]),
+        inflight=int(values["inflight"]),
+    )
+
+
+def read_bql(root: SysRoot, ifname: str) -> tuple[tuple[BqlState, ...], list[Problem]]:
+    """BqlState of every tx queue, () when the device has no BQL."""
+    queues, problems = list_queues(root, ifname)
+    tx = [i for kind, i in queues if kind == "tx"]
+    out: list[BqlState] = []
+    for n, index in enumerate(tx):
+        qdir = f"sys/class/net/{ifname}/queues/tx-{index}/byte_queue_limits/"
+        values: dict[str, str] = {}
+        failed = False
+        for name in FIELDS:
+            try:
+                values[name] = root.read_line(qdir + name)
+            except OSError as exc:
+                if exc.errno == errno.ENOENT and not values and not root.exists(qdir):
+                    # no byte_queue_limits directory: the device has no BQL (only tx-0
+                    # is tried), or this queue went away since the listing
+                    if n == 0:
+                        return (), problems
+                else:
+                    problems.append(from_oserror("/" + qdir + name, exc))
+                failed = True
+                break
+        if failed:
+            continue
+        try:
+            out.append(parse_bql(index, values))
+        except ValueError as exc:
+            problems.append(malformed("/" + qdir, f"{values} ({exc})"))
+    return tuple(out), problems

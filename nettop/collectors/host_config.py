@@ -1,0 +1,171 @@
+"""Host-wide network settings, and whether irqbalance will undo an IRQ move.
+
+The sysctls here are the ones that change what the other panels show: the NAPI budget
+(`netdev_budget`, `netdev_budget_usecs`, `dev_weight`) decides when softnet counts a
+time_squeeze, `netdev_max_backlog` when it drops, `rps_sock_flow_entries` whether RFS
+is on at all, `default_qdisc` what a new interface gets. Values are kept as text with
+runs of whitespace folded to one space ("4096 131072 33554432"), so a change is shown
+and recorded as the kernel would print it. A sysctl that does not exist is left out
+without a problem: several `net.core` ones exist only in the initial network namespace
+and `busy_poll` only with CONFIG_NET_RX_BUSY_POLL.
+
+irqbalance rewrites `smp_affinity` every few seconds, so an operator who moves an IRQ
+while it runs sees the move silently reverted. Finding it must be cheap on a host with
+thousands of processes: `IrqbalanceCache` re-checks the pid it found last (one open),
+then the control sockets irqbalance creates as /run/irqbalance/irqbalance<pid>.sock
+(one listdir), and only then scans /proc/*/comm, at most once per `interval` seconds
+while nothing is found. A pid is only believed when its `comm` says irqbalance, so
+stale sockets and reused pids do not count. With a captured root, the root's own /proc
+and /run are read.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from typing import Callable
+
+from nettop.problems import Problem, from_oserror, malformed
+from nettop.snapshot import HostConfig
+from nettop.sysroot import SysRoot
+
+SYSCTLS = (
+    "net.core.netdev_max_backlog",
+    "net.core.netdev_budget",
+    "net.core.netdev_budget_usecs",
+    "net.core.dev_weight",
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.rmem_default",
+    "net.core.wmem_default",
+    "net.core.busy_poll",
+    "net.core.busy_read",
+    "net.core.flow_limit_cpu_bitmap",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+)
+DEFAULT_QDISC = "net.core.default_qdisc"
+RPS_SOCK_FLOW_ENTRIES = "net.core.rps_sock_flow_entries"
+COMM = "irqbalance"
+SOCKET_DIRS = ("run/irqbalance", "var/run/irqbalance")
+
+
+def sysctl_path(name: str) -> str:
+    """"net.core.netdev_budget" -> "proc/sys/net/core/netdev_budget"."""
+    return "proc/sys/" + name.replace(".", "/")
+
+
+def normalize(text: str) -> str:
+    """Sysctl text with whitespace runs folded: "4096\\t131072\\t33554432\\n" -> "4096 131072 33554432"."""
+    return " ".join(text.split())
+
+
+def read_sysctls(root: SysRoot, names: tuple[str, ...] = SYSCTLS
+                 ) -> tuple[dict[str, str], list[Problem]]:
+    """The named sysctls that exist, keyed by dotted name."""
+    out: dict[str, str] = {}
+    problems: list[Problem] = []
+    for name in names:
+        rel = sysctl_path(name)
+        try:
+            out[name] = normalize(root.read_line(rel))
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                problems.append(from_oserror(f"/{rel} ({name})", exc))
+    return out, problems
+
+
+def read_host_config(root: SysRoot, irqbalance: IrqbalanceCache | None = None
+                     ) -> tuple[HostConfig, list[Problem]]:
+    """default_qdisc, rps_sock_flow_entries and the curated sysctls; irqbalance_running
+    is filled only when a cache is passed (the caller owns it across ticks)."""
+    values, problems = read_sysctls(root, (DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES, *SYSCTLS))
+    flow_entries = None
+    text = values.pop(RPS_SOCK_FLOW_ENTRIES, None)
+    if text is not None:
+        try:
+            flow_entries = int(text)
+        except ValueError:
+            problems.append(malformed("/" + sysctl_path(RPS_SOCK_FLOW_ENTRIES), repr(text[:40])))
+    return HostConfig(
+        default_qdisc=values.pop(DEFAULT_QDISC, None) or None,
+        irqbalance_running=irqbalance.running(root) if irqbalance is not None else False,
+        rps_sock_flow_entries=flow_entries,
+        sysctls=values,
+    ), problems
+
+
+class IrqbalanceCache:
+    """Cheap, repeated answers to "is irqbalance running?" for one caller.
+
+    Not thread-safe; one per sampler. `clock` is injectable so the scan interval can be
+    tested without sleeping.
+    """
+
+    def __init__(self, interval: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._pid: int | None = None
+        self._last_scan: float | None = None
+        self.scans = 0  # full /proc scans done, for tests and the cost report
+
+    def running(self, root: SysRoot) -> bool:
+        if self._pid is not None:
+            if is_irqbalance(root, self._pid):
+                return True
+            self._pid = None
+            self._last_scan = None  # it just stopped or restarted: look again now
+        pid = pid_from_sockets(root)
+        if pid is None:
+            now = self._clock()
+            if self._last_scan is not None and now - self._last_scan < self.interval:
+                return False
+            self._last_scan = now
+            self.scans += 1
+            pid = scan_proc(root)
+        self._pid = pid
+        return pid is not None
+
+
+def irqbalance_running(root: SysRoot, cache: IrqbalanceCache | None = None) -> bool:
+    """True when an irqbalance process runs on the host of `root`.
+
+    Without a cache this may scan every /proc/PID/comm; a sampler passes its own
+    `IrqbalanceCache` so the scan happens at most every few seconds.
+    """
+    return (cache if cache is not None else IrqbalanceCache()).running(root)
+
+
+def is_irqbalance(root: SysRoot, pid: int) -> bool:
+    try:
+        return root.read_line(f"proc/{pid}/comm") == COMM
+    except OSError:
+        return False
+
+
+def pid_from_sockets(root: SysRoot) -> int | None:
+    """The pid of a live irqbalance named by a control socket irqbalance<pid>.sock."""
+    for d in SOCKET_DIRS:
+        try:
+            names = root.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            digits = name[len(COMM):-len(".sock")]
+            if name.startswith(COMM) and name.endswith(".sock") and digits.isdigit():
+                if is_irqbalance(root, int(digits)):
+                    return int(digits)
+    return None
+
+
+def scan_proc(root: SysRoot) -> int | None:
+    """The first pid whose comm is irqbalance, by reading every /proc/PID/comm."""
+    try:
+        names = root.listdir("proc")
+    except OSError:
+        return None
+    for name in names:
+        if name.isdigit() and is_irqbalance(root, int(name)):
+            return int(name)
+    return None

@@ -1,0 +1,110 @@
+"""Software steering of each queue: RPS and RFS on rx queues, XPS on tx queues.
+
+RPS (`rx-N/rps_cpus`) hands packets of hardware queue N to other CPUs for protocol
+processing, RFS (`rx-N/rps_flow_cnt`) steers them towards the CPU of the consuming
+socket, and XPS (`tx-N/xps_cpus`, `tx-N/xps_rxqs`) picks the tx queue from the sending
+CPU or the receive queue. They are the knobs an operator turns after looking at the
+per-CPU softirq load, so the UI shows them next to the queue rates and the timeline
+records every change.
+
+Masks are kept exactly as the kernel prints them ("00000000,0000000f"): a change made by
+nettop is then verified by comparing strings, and a 256-CPU mask costs no parsing per
+tick. Files that a device simply does not have are None without a problem: `xps_cpus`
+fails with ENOENT on single-queue devices and EINVAL when a traffic class has no queue
+for it, `rps_*` are absent without CONFIG_RPS. Read errors that a person can fix (EACCES
+when not root) become one Problem per interface and file, not one per queue.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+from nettop.problems import Problem, from_oserror
+from nettop.snapshot import QueueConfig
+from nettop.sysroot import SysRoot
+
+_QUEUE_DIR = re.compile(r"(rx|tx)-(\d+)")
+_NOT_THERE = frozenset({errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP})
+# (file name, errno) -> (first path that failed, its error, how many queues failed so)
+_Failures = dict[tuple[str, int], tuple[str, OSError, int]]
+_FILES = {"rx": ("rps_cpus", "rps_flow_cnt"), "tx": ("xps_cpus", "xps_rxqs")}
+
+
+def parse_queue_dirs(names: list[str]) -> list[tuple[str, int]]:
+    """("rx", 0), ("rx", 1), ("tx", 0) ... from the entries of sys/class/net/IF/queues,
+    sorted rx before tx and by number (so "rx-10" follows "rx-9")."""
+    out = []
+    for name in names:
+        m = _QUEUE_DIR.fullmatch(name)
+        if m:
+            out.append((m.group(1), int(m.group(2))))
+    out.sort()
+    return out
+
+
+def list_queues(root: SysRoot, ifname: str) -> tuple[list[tuple[str, int]], list[Problem]]:
+    """The interface's queue directories; none (and no problem) if the interface is gone."""
+    rel = f"sys/class/net/{ifname}/queues"
+    try:
+        return parse_queue_dirs(root.listdir(rel)), []
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENODEV):
+            return [], []
+        return [], [from_oserror("/" + rel, exc)]
+
+
+def read_queue_config(
+    root: SysRoot, ifname: str
+) -> tuple[tuple[QueueConfig, ...], list[Problem]]:
+    """RPS/RFS settings of every rx queue and XPS settings of every tx queue."""
+    queues, problems = list_queues(root, ifname)
+    failed: _Failures = {}
+    out = []
+    base = f"sys/class/net/{ifname}/queues/"
+    for kind, index in queues:
+        qdir = f"{base}{kind}-{index}/"
+        mask_file, other_file = _FILES[kind]
+        mask = _read(root, qdir + mask_file, mask_file, failed)
+        other = _read(root, qdir + other_file, other_file, failed)
+        if kind == "rx":
+            flow_cnt = None
+            if other is not None:
+                try:
+                    flow_cnt = int(other)
+                except ValueError:
+                    problems.append(Problem(
+                        "/" + qdir + other_file,
+                        f"skipped a malformed value in /{qdir}{other_file}: {other[:40]!r}"))
+            out.append(QueueConfig("rx", index, rps_cpus=mask, rps_flow_cnt=flow_cnt))
+        else:
+            out.append(QueueConfig("tx", index, xps_cpus=mask, xps_rxqs=other))
+    for (fname, _), (first, exc, count) in failed.items():
+        problems.append(_summarize(ifname, fname, first, exc, count))
+    return tuple(out), problems
+
+
+def _read(root: SysRoot, rel: str, fname: str, failed: _Failures) -> str | None:
+    try:
+        return root.read_line(rel)
+    except OSError as exc:
+        if exc.errno in _NOT_THERE:
+            return None
+        key = (fname, exc.errno or 0)
+        first, first_exc, count = failed.get(key, ("/" + rel, exc, 0))
+        failed[key] = (first, first_exc, count + 1)
+        return None
+
+
+def _summarize(ifname: str, fname: str, first: str, exc: OSError, count: int) -> Problem:
+    """One line for every queue of `ifname` whose `fname` failed the same way."""
+    kind = "rx" if fname.startswith("rps") else "tx"
+    source = f"/sys/class/net/{ifname}/queues/{kind}-*/{fname}"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return Problem(source, f"cannot read {fname} of {ifname} ({count} queue"
+                               f"{'s' if count != 1 else ''}): permission denied; "
+                               "run nettop as root to see it")
+    p = from_oserror(first, exc)
+    if count == 1:
+        return Problem(source, p.message)
+    return Problem(source, f"{p.message} (and {count - 1} more {kind} queues of {ifname})")
