@@ -1,0 +1,172 @@
+"""What the screen shows, without a terminal: formatting, rows, the mailbox, the live source."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from nettop.rates import compute_rates
+from nettop.snapshot_json import build_document
+from nettop.sysroot import LIVE, SysRoot
+from nettop.timeline import Event, Timeline
+from nettop.tui import format as fmt
+from nettop.tui import model
+from nettop.tui.scripted import ROOT_PROBLEMS, synthetic
+from nettop.tui.source import Mailbox, parse_cpu_list, read_cpu_nodes
+
+
+def test_si_and_percent_formatting():
+    assert fmt.si(None) == "-" and fmt.si(999) == "999" and fmt.si(1234) == "1.2k"
+    assert fmt.si(9.4e9, "bit/s") == "9.4Gbit/s" and fmt.pct(12.345) == "12.3"
+
+
+def test_cpu_list_uses_the_kernels_range_notation():
+    assert fmt.cpu_list([5, 0, 1, 2]) == "0-2,5" and fmt.cpu_list([]) == "-" and fmt.cpu_list(None) == "-"
+
+
+def test_mask_drops_commas_and_leading_zeros():
+    assert fmt.mask("00000000,000000f0") == "f0" and fmt.mask("0") == "0" and fmt.mask(None) == "-"
+
+
+def test_sparkline_scales_to_its_own_peak_and_blanks_unknowns():
+    assert fmt.sparkline([0, 50, 100], 3) == "▁▅█"
+    assert fmt.sparkline([None, 0.0], 4) == "   ▁"
+
+
+def test_parse_cpu_list_skips_malformed_parts():
+    assert parse_cpu_list("0-3,8,x,10-9a\n") == [0, 1, 2, 3, 8]
+
+
+def test_cpu_nodes_from_a_captured_tree(tmp_path):
+    for node, cpus in (("node0", "0-1"), ("node1", "2-3")):
+        d = tmp_path / "sys/devices/system/node" / node
+        d.mkdir(parents=True)
+        (d / "cpulist").write_text(cpus + "\n")
+    (tmp_path / "sys/devices/system/node/possible").write_text("0-1\n")
+    assert read_cpu_nodes(SysRoot(str(tmp_path))) == {0: 0, 1: 0, 2: 1, 3: 1}
+    assert read_cpu_nodes(SysRoot(str(tmp_path / "nothing"))) == {}
+
+
+@pytest.mark.live
+def test_cpu_nodes_of_the_live_host_cover_its_cpus():
+    nodes = read_cpu_nodes(LIVE)
+    with open("/sys/devices/system/cpu/online") as f:
+        online = parse_cpu_list(f.read())
+    assert set(online) <= set(nodes)
+
+
+def test_queue_rows_agree_with_the_snapshot_json_document():
+    a, b = synthetic(3), synthetic(4)
+    t = Timeline()
+    t.append(a)
+    point = t.append(b)
+    doc = build_document(a, b, compute_rates(a, b))
+    rows = {r.key: r for r in model.queue_rows(point, ["eth0", "veth0"])}
+    for name in ("eth0", "veth0"):
+        for q in doc["interfaces"][name]["queues"]:
+            r = rows[f"{name}/{q['kind']}/{q['index']}"]
+            assert r.irq_per_s == q["irq_per_s"] and list(r.irqs) == q["irqs"]
+            assert r.rx_pps == q.get("rx_packets_per_s") and r.tx_pps == q.get("tx_packets_per_s")
+            assert r.rps == q.get("rps_cpus") and r.xps == q.get("xps_cpus")
+
+
+def test_loopback_is_hidden_unless_picked():
+    snap = synthetic(0)
+    assert model.shown_interfaces(snap, None) == ["eth0", "veth0"]
+    assert model.shown_interfaces(snap, frozenset({"lo", "gone0"})) == ["lo"]
+
+
+def test_first_point_has_cpu_rows_without_rates():
+    point = Timeline().append(synthetic(0))
+    assert [r.cpu for r in model.cpu_rows(point)] == [0, 1, 2, 3]
+    assert model.queue_rows(point, ["eth0"]) == []
+
+
+def test_root_notice_names_the_denied_sources_or_says_read_only():
+    assert model.root_notice(synthetic(0), is_root=True) is None
+    text = model.root_notice(synthetic(0, problems=ROOT_PROBLEMS), is_root=False)
+    assert text is not None and text.startswith("not root") and "ethtool eth0" in text
+    assert "read-only" in (model.root_notice(synthetic(0), is_root=False) or "")
+
+
+def test_events_map_to_seconds_before_the_newest_point():
+    newest = synthetic(10)
+    events = [Event(newest.t_wall - 500, "old", "outside"), Event(newest.t_wall - 4, "tuning", "x"),
+              Event(newest.t_wall, "mark", "y")]
+    assert model.event_offsets(events, newest, 180) == [-4.0, 0.0]
+
+
+def test_throughput_series_in_bits_per_second():
+    t = Timeline()
+    for i in range(3):
+        t.append(synthetic(i))
+    (s,) = model.throughput(t.points(), ["eth0"], 180)
+    rates = [p.rates.links["eth0"].rx_bytes_per_s * 8 for p in t.points() if p.rates]
+    assert s.xs == (-1.0, 0.0) and list(s.rx_bits) == rates
+
+
+def test_mailbox_keeps_only_the_newest_and_wakes_once():
+    box = Mailbox()
+    t = Timeline()
+    points = [t.append(synthetic(i)) for i in range(3)]
+    assert box.put(points[0]) is True
+    assert box.put(points[1]) is False and box.put(points[2]) is False
+    assert box.take() is points[2] and box.take() is None and box.superseded == 2
+    assert box.put(points[0]) is True  # taken: the next point wakes the UI again
+
+
+def test_mailbox_under_a_producer_thread_never_loses_the_last_point():
+    box = Mailbox()
+    t = Timeline()
+    points = [t.append(synthetic(i)) for i in range(200)]
+    wakes = []
+
+    def produce() -> None:
+        for p in points:
+            if box.put(p):
+                wakes.append(p)
+
+    th = threading.Thread(target=produce)
+    th.start()
+    seen = []
+    while th.is_alive() or seen[-1:] != [points[-1]]:
+        p = box.take()
+        if p is not None:
+            seen.append(p)
+    th.join()
+    assert seen[-1] is points[-1]
+    assert [p.snapshot.t_mono for p in seen] == sorted(p.snapshot.t_mono for p in seen)
+    assert len(wakes) <= len(seen) + 1
+
+
+@pytest.mark.live
+def test_live_source_samples_off_the_ui_thread_and_keeps_the_newest():
+    pytest.importorskip("nettop.collect", reason="collectors not importable", exc_type=ImportError)
+    from nettop.tui.source import LiveSource
+
+    src = LiveSource(LIVE, None, interval=0.1)
+    woken = threading.Event()
+    threads = []
+
+    def wake() -> None:
+        threads.append(threading.current_thread().name)
+        woken.set()
+
+    src.start(wake)
+    try:
+        assert woken.wait(10)
+        time.sleep(0.5)  # a "slow frame": the sampler keeps going meanwhile
+        point = src.take()
+        assert point is not None and point is src.timeline.latest()
+        assert len(src.timeline.points()) >= 3
+        assert set(threads) == {"nettop-sampler"} and len(threads) == 1
+        assert src._mailbox.superseded >= 1
+        src.paused = True
+        assert src.paused and src._sampler.paused
+        src.interval = 2.0
+        assert src._sampler.interval == 2.0
+    finally:
+        src.stop()
+    assert src.own_cpu_percent() is None and src.own_cpu_percent() >= 0.0
