@@ -84,7 +84,7 @@ def test_tracker_counts_a_duplicate_once_and_a_late_reply_never():
     t = Tracker("t", timeout_ns=1_000_000_000)
     t.sent(1, user_ns=1_000_000, mono_ns=0)
     t.sent(2, user_ns=2_000_000, mono_ns=0)
-    t.tx_stamp(1, 1_100_000)  # the kernel's TX stamp replaces the user-space one
+    t.tx_stamp(1, 1_100_000)  # 100 µs after the clock read: the stack, not a stall
     assert t.reply(1, rx_ns=1_600_000) is True
     assert t.reply(1, rx_ns=1_700_000) is False  # the same reply again
     assert t.duplicates == 1
@@ -92,7 +92,7 @@ def test_tracker_counts_a_duplicate_once_and_a_late_reply_never():
     assert t.late == 1
     s = t.take()
     assert (s.sent, s.received) == (2, 1)
-    assert s.rtt_min_ms == pytest.approx(0.5)
+    assert s.rtt_min_ms == pytest.approx(0.6)  # from the clock read, as ping measures
     assert t.take().sent == 0  # take() resets the window
 
 
@@ -108,3 +108,14 @@ def test_tracker_expires_in_send_order_and_ignores_foreign_replies():
     s = t.take()
     assert (s.sent, s.received, s.loss_pct) == (3, 0, 100.0)
     assert s.error == "t: host unreachable"
+
+
+def test_tracker_starts_the_rtt_at_the_kernel_stamp_after_a_stall():
+    t = Tracker("t", timeout_ns=1_000_000_000)
+    t.sent(1, user_ns=1_000_000, mono_ns=0)
+    t.tx_stamp(1, 6_000_000)  # 5 ms between the clock read and the qdisc: a stall
+    t.sent(2, user_ns=10_000_000, mono_ns=0)
+    t.tx_stamp(2, 9_000_000)  # before the send: impossible, ignored
+    assert t.reply(1, rx_ns=6_250_000) and t.reply(2, rx_ns=10_300_000)
+    s = t.take()
+    assert (s.rtt_min_ms, s.rtt_max_ms) == (pytest.approx(0.25), pytest.approx(0.3))

@@ -72,8 +72,8 @@ class IcmpTarget:
                                  icmp.make_payload(self.token, probe, time.time_ns(), self.size))
         # The fallback send time, read as close to the syscall as Python allows; the
         # kernel's TX stamp replaces it when it arrives.
-        user_ns = time.time_ns()
         mono_ns = time.monotonic_ns()
+        user_ns = time.time_ns()
         try:
             sock.send(packet)
         except OSError as exc:

@@ -1,12 +1,14 @@
 """Sockets for probing, kernel timestamps and the error queue.
 
-Receive times come from the kernel (SO_TIMESTAMPING, software RX stamp taken when the
-packet entered the stack) and send times from the kernel's TX_SCHED stamp, taken when
-the packet reached the device queue. Both are CLOCK_REALTIME and immune to this
-process being descheduled or waiting for the GIL between the syscall and the clock
-read, so the RTT is the kernel's view, as close to the wire as software can see.
-ICMP errors (unreachable, port unreachable) and the TX stamps come back on the
-socket's error queue (IP_RECVERR), read with recvmsg(MSG_ERRQUEUE).
+Receive times come from the kernel (SO_TIMESTAMPING, the software RX stamp taken when
+the packet entered the stack), so it does not matter when this thread gets to read
+the reply. The send time is read from CLOCK_REALTIME just before the send syscall,
+as iputils ping does, so both tools measure the same span. The kernel's TX_SCHED stamp
+(taken when the packet reached the device queue) is requested as well: when it lies
+far after the clock read, the thread stalled in between (descheduled, waiting for the
+GIL) and the tracker starts the RTT at the kernel stamp instead. ICMP errors
+(unreachable, port unreachable) and the TX stamps come back on the socket's error
+queue (IP_RECVERR), read with recvmsg(MSG_ERRQUEUE).
 """
 
 from __future__ import annotations

@@ -143,7 +143,8 @@ class UdpTarget:
         probe = self.next_probe
         self.next_probe += 1
         payload = icmp.make_payload(self.token, probe, time.time_ns(), self.size)
-        user_ns, mono_ns = time.time_ns(), time.monotonic_ns()
+        mono_ns = time.monotonic_ns()
+        user_ns = time.time_ns()
         try:
             sock.send(payload)
         except OSError as exc:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from nettop.ping.stats import LatencyStats, summarize
 
+STALL_NS = 200_000  # a clock-read-to-qdisc gap longer than this is a stall, not the stack
 _MEMORY = 8192  # probe numbers remembered after they are decided, to spot dups and late
 
 
@@ -68,7 +69,9 @@ class Tracker:
         now_mono = time.monotonic_ns()
         upper = now_mono - p.mono_ns  # the RTT can be no longer than this
         if rtt_ns is None:
-            start = p.tx_ns if p.tx_ns is not None else p.user_ns
+            start = p.user_ns
+            if p.tx_ns is not None and p.tx_ns - p.user_ns > STALL_NS:
+                start = p.tx_ns  # this thread stalled between its clock read and the send
             rtt_ns = rx_ns - start if rx_ns is not None else upper
             # A stepped wall clock between send and receive: trust the monotonic bound.
             if not 0 <= rtt_ns <= upper + 1_000_000:
