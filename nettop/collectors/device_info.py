@@ -25,6 +25,7 @@ from nettop.problems import Problem, from_oserror, malformed
 from nettop.sysroot import SysRoot
 
 _BDF = re.compile(r"[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+_VIRTIO = re.compile(r"virtio\d+")
 _MAX_UP = 4  # usb interface -> usb device -> usb bus -> PCI controller
 
 
@@ -57,12 +58,18 @@ def parse_numa_node(text: str) -> int | None:
 
 
 def bus_info_of(chain: list[str]) -> str | None:
-    """The PCI address of the nearest PCI ancestor, else the device's own name."""
-    for path in chain:
-        name = os.path.basename(path)
-        if _BDF.fullmatch(name):
-            return name.lower()
-    return os.path.basename(chain[0]) if chain else None
+    """The PCI address of the device, or of the PCI function a virtio device sits on;
+    else the device's own name ("2-1:1.0" for a USB NIC, not its controller's address)."""
+    if not chain:
+        return None
+    name = os.path.basename(chain[0])
+    if _BDF.fullmatch(name):
+        return name.lower()
+    if _VIRTIO.fullmatch(name) and len(chain) > 1:
+        parent = os.path.basename(chain[1])
+        if _BDF.fullmatch(parent):
+            return parent.lower()
+    return name
 
 
 def read_device_info(root: SysRoot, ifname: str) -> tuple[DeviceInfo, list[Problem]]:
