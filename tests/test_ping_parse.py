@@ -172,3 +172,13 @@ def test_interval_limits_are_accepted_and_keys_keep_the_users_spelling():
     for interval in (0.001, 10.0):
         p = Prober(["TCP://h:22", "127.0.0.1", "127.0.0.1"], interval_s=interval)
         assert p.targets == ["TCP://h:22", "127.0.0.1"]
+
+
+def test_prober_without_targets_is_an_empty_state_not_an_error():
+    from nettop.ping import NO_DEFAULT_GATEWAY, Prober
+    p = Prober([])
+    p.start()
+    assert p.take() == {} and p.methods() == {}
+    p.stop()
+    p.stop()  # idempotent
+    assert "default gateway" in NO_DEFAULT_GATEWAY and "\n" not in NO_DEFAULT_GATEWAY

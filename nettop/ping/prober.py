@@ -204,34 +204,17 @@ class Prober:
         for i, slot in enumerate(self._slots):
             if slot.spec is not None:
                 self._resolve_in_background(i, slot.spec)
-        interval = self.interval_ns
         while not self._stop.is_set():
             while not self._resolved.empty():
                 self._opened(*self._resolved.get_nowait())
             now = time.monotonic_ns()
             deadline = now + 1_000_000_000
             for i, slot in enumerate(self._slots):
-                if slot.target is None:
-                    continue
-                if slot.retry_resolve_ns is not None:
-                    if slot.retry_resolve_ns <= now:
-                        slot.retry_resolve_ns = None
-                        self._resolve_in_background(i, slot.spec)  # type: ignore[arg-type]
-                    else:
-                        deadline = min(deadline, slot.retry_resolve_ns)
-                gone, next_expiry = slot.tracker.expire(now)
-                if gone:
-                    slot.target.expired(gone)
-                if next_expiry is not None:
-                    deadline = min(deadline, next_expiry)
-                if slot.next_send_ns is None:
-                    continue
-                if slot.next_send_ns <= now:
-                    slot.target.send()
-                    slot.next_send_ns += interval
-                    if slot.next_send_ns < now - interval:
-                        slot.next_send_ns = now + interval  # fell far behind: no burst
-                deadline = min(deadline, slot.next_send_ns)
+                if slot.target is not None:
+                    try:
+                        deadline = min(deadline, self._tick(i, slot, now))
+                    except Exception as exc:  # one target's bug must not stop the others
+                        slot.tracker.error = _internal(slot.tracker.target, exc)
             wait = max(0, deadline - time.monotonic_ns()) / 1e9
             if wait:
                 # select() waits with µs precision where epoll_wait rounds up to a ms.
@@ -244,5 +227,40 @@ class Prober:
                         pass
                     continue
                 handler = self._handlers.get(fd)
-                if handler is not None:
+                if handler is None:
+                    continue
+                try:
                     handler(events)
+                except Exception as exc:
+                    owner = getattr(handler, "__self__", None)
+                    if owner is not None and hasattr(owner, "tracker"):
+                        owner.tracker.error = _internal(owner.tracker.target, exc)
+                    self._unregister(fd)  # a level-triggered fd would spin otherwise
+
+    def _tick(self, index: int, slot: _Slot, now: int) -> int:
+        """Expire, retry and send for one target; returns when it next needs the thread."""
+        assert slot.target is not None
+        deadline = now + 1_000_000_000
+        if slot.retry_resolve_ns is not None:
+            if slot.retry_resolve_ns <= now:
+                slot.retry_resolve_ns = None
+                self._resolve_in_background(index, slot.spec)  # type: ignore[arg-type]
+            else:
+                deadline = slot.retry_resolve_ns
+        gone, next_expiry = slot.tracker.expire(now)
+        if gone:
+            slot.target.expired(gone)
+        if next_expiry is not None:
+            deadline = min(deadline, next_expiry)
+        if slot.next_send_ns is None:
+            return deadline
+        if slot.next_send_ns <= now:
+            slot.target.send()
+            slot.next_send_ns += self.interval_ns
+            if slot.next_send_ns < now - self.interval_ns:
+                slot.next_send_ns = now + self.interval_ns  # fell far behind: no burst
+        return min(deadline, slot.next_send_ns)
+
+
+def _internal(target: str, exc: Exception) -> str:
+    return f"{target}: internal error in the prober: {exc.__class__.__name__}: {exc}"
