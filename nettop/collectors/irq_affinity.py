@@ -11,12 +11,14 @@ CPU 0 needs both of the first two.
 Only the IRQs asked for are read (the sampler passes the NIC queue IRQs): four small
 files each, so a 4096-IRQ host costs no more than its 64 queue IRQs. An IRQ whose
 directory has gone (device removed, driver reloaded between the queue map and this read)
-is skipped without a problem: the next queue map will not name it.
+is skipped without a problem: the next queue map will not name it. The same few texts
+("0-255", the node's mask) repeat across IRQs and ticks, so parsed sets are memoized.
 """
 
 from __future__ import annotations
 
 import errno
+from functools import lru_cache
 from typing import Callable, Iterable, TypeVar
 
 from nettop.collectors.cpus import parse_cpu_list, parse_cpu_mask
@@ -31,6 +33,7 @@ _ABSENT = (errno.ENOENT,)
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=4096)
 def parse_affinity_list(text: str) -> tuple[int, ...] | None:
     """smp_affinity_list / effective_affinity_list text -> CPU ids; raises ValueError.
 
@@ -41,12 +44,14 @@ def parse_affinity_list(text: str) -> tuple[int, ...] | None:
     return cpus or None
 
 
+@lru_cache(maxsize=4096)
 def parse_affinity_hint(text: str) -> tuple[int, ...] | None:
     """affinity_hint (a hex mask) -> CPU ids, or None when the driver gave no hint."""
     cpus = parse_cpu_mask(text)
     return cpus or None
 
 
+@lru_cache(maxsize=4096)
 def parse_node(text: str) -> int | None:
     """/proc/irq/N/node -> NUMA node; -1 (NUMA_NO_NODE) -> None; raises ValueError."""
     node = int(text)
