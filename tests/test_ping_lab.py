@@ -127,6 +127,19 @@ def test_peer_ignoring_echo_counts_every_timed_out_probe_as_lost(veth_lab):
     assert back.received == back.sent > 0 and back.loss_pct == 0.0
 
 
+def test_duplicated_replies_count_once(veth_lab):
+    # The peer sees every echo request twice (mirrored into its lo) and answers both.
+    veth_lab.ns_run(["tc", "qdisc", "add", "dev", veth_lab.peer_if, "ingress"])
+    veth_lab.ns_run(["tc", "filter", "add", "dev", veth_lab.peer_if, "parent", "ffff:",
+                     "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol", "1", "0xff",
+                     "action", "mirred", "ingress", "mirror", "dev", "lo"])
+    with Prober([veth_lab.peer_ip], interval_s=0.02, timeout_s=1.0) as p:
+        s = measure(p, 1.0)[veth_lab.peer_ip]
+        dups = p.trackers()[veth_lab.peer_ip].duplicates
+    assert s.sent >= 30 and s.received == s.sent and s.loss_pct == 0.0
+    assert dups >= s.sent // 2
+
+
 def test_two_probers_on_one_target_each_get_exactly_their_own_replies(veth_lab):
     target = veth_lab.peer_ip
     with Prober([target], interval_s=0.005, timeout_s=1.0) as a, \

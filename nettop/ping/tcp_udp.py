@@ -65,6 +65,10 @@ class TcpTarget:
         self.tracker.sent(probe, user_ns, mono_ns)
         if rc not in (0, errno.EINPROGRESS):
             sock.close()
+            if rc == errno.ECONNREFUSED:  # refused before connect() returned: still an answer
+                self.tracker.reply(probe, None, time.monotonic_ns() - mono_ns)
+                self.tracker.error = f"{self.tracker.target}: connection refused"
+                return
             self.tracker.lost(probe, send_error(self.tracker.target, OSError(rc, _strerror(rc))))
             return
         self._socks[probe] = sock
