@@ -26,6 +26,7 @@ from nettop.ping.tracker import Tracker
 MIN_INTERVAL_S = 0.001
 MAX_INTERVAL_S = 10.0
 RESOLVE_RETRY_S = 10.0
+_CATCH_UP_NS = 10_000_000  # how far behind the grid sending may catch up
 
 
 class _Slot:
@@ -257,8 +258,10 @@ class Prober:
         if slot.next_send_ns <= now:
             slot.target.send()
             slot.next_send_ns += self.interval_ns
-            if slot.next_send_ns < now - self.interval_ns:
-                slot.next_send_ns = now + self.interval_ns  # fell far behind: no burst
+            # A short stall is made up on the next loops; a long one is skipped, so a
+            # slow second never turns into a burst of probes.
+            if slot.next_send_ns < now - max(self.interval_ns, _CATCH_UP_NS):
+                slot.next_send_ns = now + self.interval_ns
         return min(deadline, slot.next_send_ns)
 
 
