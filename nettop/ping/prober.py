@@ -95,6 +95,7 @@ class Prober:
         if self._thread is not None:
             return
         self._stop.clear()
+        self._handlers.clear()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._ep = select.epoll()
         self._ep.register(self._wake_fd, select.EPOLLIN)
