@@ -47,7 +47,7 @@ def text_of(app: NettopApp, selector: str) -> str:
 
 
 def row_keys(table) -> list[str]:
-    return [r.key.value for r in table.ordered_rows]
+    return table.row_keys()
 
 
 # --- data ---------------------------------------------------------------------------
@@ -58,19 +58,19 @@ async def test_queue_rows_are_keyed_by_interface_kind_and_index(running):
     table = app.query_one(QueueTable)
     assert row_keys(table)[:2] == ["eth0/rx/0", "eth0/tx/0"]
     assert "veth0/rx/3" in row_keys(table) and not any(k.startswith("lo/") for k in row_keys(table))
-    row = [str(c) for c in table.get_row("eth0/rx/1")]
-    assert row[0] == "eth0 rx-1" and row[1] == "41" and row[2] == "1" and row[6] == "0"
+    row = [table.cell("eth0/rx/1", c)[0] for c in ("queue", "irq", "cpus", "rps", "xps")]
+    assert row == ["eth0 rx-1", "41", "1", "0", ""]
 
 
 async def test_a_new_tick_rewrites_only_changed_cells_in_place(running):
     app, src, pilot = running
     table = app.query_one(QueueTable)
     keys_before = row_keys(table)
-    irq_before = str(table.get_cell("eth0/rx/0", "irq_s"))
+    irq_before = table.cell("eth0/rx/0", "irq_s")
     src.push(synthetic(4))
     await pilot.pause()
     assert row_keys(table) == keys_before  # same rows, same order: updated, not rebuilt
-    assert str(table.get_cell("eth0/rx/0", "irq_s")) != irq_before
+    assert table.cell("eth0/rx/0", "irq_s") != irq_before
     n = table.cell_updates
     app.redraw()  # the same point again: nothing changed, so nothing is written
     await pilot.pause()
@@ -124,8 +124,10 @@ async def test_cpu_hot_cells_use_the_theme_component_styles(running):
     app, src, pilot = running
     table = app.query_one(CpuTable)
     hot = table.get_component_rich_style("cell--hot", partial=True)
-    drops = table.get_cell("3", "drop")  # CPU 3 drops packets in the synthetic host
-    assert drops.style == hot and hot.bold
+    text, level = table.cell("3", "drop")  # CPU 3 drops packets in the synthetic host
+    assert level == "hot" and table.cell_style(level) == hot and hot.bold and hot.underline
+    line = table.render_line(1 + 3)  # header + rows of CPUs 0..2
+    assert any(seg.text.strip() == text and seg.style is not None and seg.style.underline for seg in line)
 
 
 async def test_latency_panel_shows_the_empty_state_until_latency_arrives(running):
@@ -252,11 +254,11 @@ async def test_t_cycles_the_shipped_themes_and_restyles_hot_cells(running):
     app, src, pilot = running
     table = app.query_one(CpuTable)
     assert app.theme == "nettop-dark"
-    dark_hot = table.get_cell("3", "drop").style
+    dark_hot = table.cell_style("hot")
     await pilot.press("t")
     await pilot.pause()
     assert app.theme == "nettop-light"
-    light_hot = table.get_cell("3", "drop").style
+    light_hot = table.cell_style("hot")
     assert light_hot != dark_hot and light_hot == table.get_component_rich_style("cell--hot", partial=True)
     await pilot.press("t")
     assert app.theme == "nettop-mono"
@@ -270,8 +272,8 @@ async def test_s_cycles_the_queue_sort_and_r_reverses(running):
     await pilot.press("s")
     await pilot.pause()
     assert app.sort_mode == "irq/s"
-    rates = [float(str(table.get_cell(k, "irq_s")).rstrip("k")) * (1000 if "k" in str(table.get_cell(k, "irq_s")) else 1)
-             for k in row_keys(table) if k.startswith("eth0")]
+    shown = [table.cell(k, "irq_s")[0] for k in row_keys(table) if k.startswith("eth0")]
+    rates = [float(v.rstrip("k")) * (1000 if v.endswith("k") else 1) for v in shown]
     assert rates == sorted(rates, reverse=True)
     assert "sort: irq/s" in str(app.query_one("#queues").border_subtitle)
     await pilot.press("r")

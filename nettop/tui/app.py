@@ -13,6 +13,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import ClassVar, Iterable
 
+from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -25,7 +26,7 @@ from textual.widgets import Footer, Static
 from nettop.timeline import Event, Point
 from nettop.tui import format as fmt
 from nettop.tui import model
-from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart
+from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.source import Source
 from nettop.tui.tables import (
@@ -42,6 +43,26 @@ NO_LATENCY = "no latency probe: run with --ping HOST"
 
 class NewPoint(Message):
     """The source has a point waiting in its mailbox."""
+
+
+class TextLine(Widget):
+    """One line of plain text that repaints only when its text changes (never a re-layout)."""
+
+    def __init__(self, text: str = "", *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self._text = text
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def set(self, text: str) -> None:
+        if text != self._text:
+            self._text = text
+            self.refresh()
+
+    def render(self) -> Text:
+        return Text(self._text, no_wrap=True, overflow="ellipsis", end="")
 
 
 class EmptyState(Static, can_focus=True):
@@ -94,8 +115,8 @@ class NettopApp(App[None]):
         Binding("5", "panel('qdisc')", "qdisc/BQL", show=False, tooltip="go to the qdisc / BQL panel"),
     ]
 
-    def __init__(self, source: Source, window_s: float = 180.0) -> None:
-        super().__init__()
+    def __init__(self, source: Source, window_s: float = 180.0, driver_class=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(driver_class=driver_class)
         self.source = source
         self.window_s = window_s
         self.picked: frozenset[str] | None = None
@@ -105,6 +126,8 @@ class NettopApp(App[None]):
         self.zoomed: str | None = None
         self.latest: Point | None = None
         self.frames = 0  # points drawn: tests check bursts collapse into one frame
+        self._chart_key: tuple | None = None
+        self._chart_t: float | None = None
         for theme in load_themes().values():
             self.register_theme(theme)
         self.theme = NO_COLOR_THEME if self.no_color else DEFAULT_THEME
@@ -112,8 +135,8 @@ class NettopApp(App[None]):
     # --- layout ------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static("nettop: waiting for the first sample", id="header")
-        yield Static("", id="notice")
+        yield TextLine("nettop: waiting for the first sample", id="header")
+        yield TextLine("", id="notice")
         with VerticalScroll(id="panels", can_focus=False):
             yield Panel("1 queues", QueueTable(id="queues-table"), id="queues")
             yield Panel("2 CPUs", CpuTable(id="cpus-table"), CpuHeatmap(id="cpus-heatmap"), id="cpus")
@@ -131,6 +154,11 @@ class NettopApp(App[None]):
         self.query_one("#notice").display = False
         self.query_one("#queues-table").focus()
         self.source.start(self._wake)
+
+    def on_resize(self) -> None:
+        diff = getattr(self._driver, "screen_diff", None)
+        if diff is not None:
+            diff.invalidate()
 
     def on_unmount(self) -> None:
         self.source.stop()
@@ -185,16 +213,18 @@ class NettopApp(App[None]):
             parts += [snap.host, snap.kernel, f"{stamp} UTC"]
             if point.rates is not None and point.rates.sampler_cpu_pct is not None:
                 parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
-        self.query_one("#header", Static).update(" │ ".join(parts))
+        self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_notice(self, point: Point) -> None:
         text = model.root_notice(point.snapshot, self.source.is_root)
-        notice = self.query_one("#notice", Static)
+        notice = self.query_one("#notice", TextLine)
         if text is None:
-            notice.display = False
+            if notice.display:
+                notice.display = False
             return
-        notice.update(text)
-        notice.display = True
+        notice.set(text)
+        if not notice.display:
+            notice.display = True
 
     def _draw_queues(self, point: Point, names: list[str]) -> None:
         table = self.query_one(QueueTable)
@@ -251,9 +281,16 @@ class NettopApp(App[None]):
         table = self.query_one(IfaceTable)
         table.widen("if", label_width(names, 10))
         table.sync(rows)
-        points = self.source.timeline.points()
-        markers = model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s)
-        self.query_one(ThroughputChart).show(model.throughput(points, names, self.window_s), markers, self.window_s)
+        chart = self.query_one(ThroughputChart)
+        events = self.source.timeline.events()
+        key = (tuple(names), len(events))
+        now = point.snapshot.t_mono
+        # plotting is the dearest part of a frame: only when the picture can have moved
+        if key != self._chart_key or due(self._chart_t, now, self.window_s, chart.size.width):
+            self._chart_key, self._chart_t = key, now
+            markers = model.event_offsets(events, point.snapshot, self.window_s)
+            points = self.source.timeline.points()
+            chart.show(model.throughput(points, names, self.window_s), markers, self.window_s)
 
     def _draw_qdisc(self, point: Point, names: list[str]) -> None:
         qt = self.query_one(QdiscTable)
@@ -376,7 +413,10 @@ class NettopApp(App[None]):
 
 
 def run(source: Source) -> int:
-    NettopApp(source).run()
+    """Run the app on this terminal, sending it only the cells that change."""
+    from nettop.tui.diffterm import diffing_driver
+
+    NettopApp(source, driver_class=diffing_driver()).run()
     return 0
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import ClassVar, Mapping, Sequence
 
 from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
@@ -27,7 +29,61 @@ def bit_unit(peak: float) -> tuple[float, str]:
     return 1.0, "bit/s"
 
 
-class ThroughputChart(PlotextPlot):
+class LineChart(PlotextPlot):
+    """A plotext chart drawn with the line API: the figure is built once per new point (not
+    per repaint) and only the screen lines that differ from the previous figure are redrawn."""
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self._lines: list[Strip] = []
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.app.theme_changed_signal.subscribe(self, self._on_theme)
+
+    def _on_theme(self, theme) -> None:  # type: ignore[no-untyped-def]
+        self._register_theme(theme.name)
+        self.rebuild(full=True)
+
+    def on_resize(self) -> None:
+        self.rebuild(full=True)
+
+    def rebuild(self, full: bool = False) -> None:
+        width, height = self.size
+        if width <= 0 or height <= 0:
+            return
+        plot = self._plot
+        plot.plotsize(width, height)
+        plot._set_size(width, height)
+        plot.theme(self._get_plotext_theme_name(self.app.theme))
+        console = self.app.console
+        base = self.rich_style
+        text = Text.from_ansi(plot.build())
+        new = [Strip(list(line.render(console))).crop_extend(0, width, base)
+               for line in text.split("\n", allow_blank=True)[:height]]
+        old, self._lines = self._lines, new
+        if full or len(old) != len(new):
+            self.refresh()
+            return
+        for y, (a, b) in enumerate(zip(old, new)):
+            if list(a) != list(b):
+                self.refresh(Region(0, y, width, 1))
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+
+def due(last: float | None, now: float, window_s: float, width: int) -> bool:
+    """Whether a chart `width` cells wide (two braille dots each) showing `window_s`
+    seconds has moved by at least one dot since it was drawn at `last`."""
+    if last is None or now < last:
+        return True
+    return now - last >= window_s / max(1, 2 * width)
+
+
+class ThroughputChart(LineChart):
     """rx/tx bits per second per shown interface over the window, with event markers."""
 
     def show(self, series: Sequence[Series], markers: Sequence[float], window_s: float) -> None:
@@ -46,10 +102,10 @@ class ThroughputChart(PlotextPlot):
         plt.ylim(0, max(1.0, peak / div * 1.1))
         plt.ylabel(unit)
         plt.xlabel("seconds ago")
-        self.refresh()
+        self.rebuild()
 
 
-class LatencyChart(PlotextPlot, can_focus=True):
+class LatencyChart(LineChart, can_focus=True):
     """Round-trip time per target (ms) with event markers."""
 
     def show(self, series: Mapping[str, tuple[list[float], list[float]]], markers: Sequence[float],
@@ -65,7 +121,7 @@ class LatencyChart(PlotextPlot, can_focus=True):
         plt.xlim(-window_s, 0)
         plt.ylim(0, max(1.0, peak * 1.1))
         plt.ylabel("ms")
-        self.refresh()
+        self.rebuild()
 
 
 class CpuHeatmap(Widget, can_focus=True):

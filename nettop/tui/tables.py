@@ -10,101 +10,202 @@ from __future__ import annotations
 
 from typing import ClassVar, Iterable, Sequence
 
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
-from textual._two_way_dict import TwoWayDict
-from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from nettop.tui import format as fmt
 from nettop.tui.model import BqlRow, CpuRow, QdiscRow, QueueRow
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
 LEVELS = ("warm", "hot", "muted")
+PAD = 1  # blank columns either side of every cell
 
 
-class LiveTable(DataTable):
-    """A DataTable fed whole rows by key; it works out the minimal cell updates."""
+class LiveTable(ScrollView, can_focus=True):
+    """A keyed table drawn with Textual's line API: each row is one cached Strip, and a
+    changed cell refreshes only its own screen region, so the terminal receives only the
+    characters that changed."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | {f"cell--{lv}" for lv in LEVELS}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"livetable--header", "livetable--cursor",
+                                             *(f"cell--{lv}" for lv in LEVELS)}
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
+        Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
+        Binding("home", "cursor(-1000000)", show=False), Binding("end", "cursor(1000000)", show=False),
+    ]
     COLUMNS: ClassVar[tuple[tuple[str, str, int], ...]] = ()  # (key, label, width)
     LEFT: ClassVar[frozenset[str]] = frozenset()  # left-justified columns (others are numbers)
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
+        super().__init__(id=id)
+        self._keys: list[str] = []
         self._cells: dict[str, tuple[Cell, ...]] = {}
+        self._strips: dict[str, Strip] = {}
+        self._header: Strip | None = None
         self._styles: dict[str, Style] = {}
         self._widths = {k: w for k, _, w in self.COLUMNS}
+        self._columns = [k for k, _, _ in self.COLUMNS]
+        self._x = self._offsets()
+        self.cursor = 0
         self.cell_updates = 0  # cells rewritten since mount: tests check quiet ticks cost nothing
 
     def on_mount(self) -> None:
-        self._add_columns()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.restyle())
+        self._resize_virtual()
 
-    def _add_columns(self) -> None:
-        for key, label, _ in self.COLUMNS:
-            self.add_column(label, width=self._widths[key], key=key)
+    # --- geometry ------------------------------------------------------------------------
 
-    def _style(self, level: str) -> Style:
-        if not level:
-            return Style()
-        style = self._styles.get(level)
+    def _offsets(self) -> dict[str, int]:
+        x, out = 0, {}
+        for key in self._columns:
+            out[key] = x
+            x += self._widths[key] + 2 * PAD
+        out[""] = x  # total width
+        return out
+
+    def _resize_virtual(self) -> None:
+        self.virtual_size = Size(self._x[""], len(self._keys) + 1)
+
+    def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[no-untyped-def]
+        return len(self._keys) + 1
+
+    # --- styles ----------------------------------------------------------------------------
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
         if style is None:
-            style = self._styles[level] = self.get_component_rich_style(f"cell--{level}", partial=True)
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
         return style
 
-    def _render(self, column: str, cell: Cell) -> Text:
-        text, level = cell
-        return Text(text, style=self._style(level), justify="left" if column in self.LEFT else "right",
-                    no_wrap=True, end="")
+    def cell_style(self, level: str) -> Style:
+        return self._style(f"cell--{level}") if level else Style()
+
+    def restyle(self) -> None:
+        """The theme changed: drop every cached row and draw again with the new styles."""
+        self._styles.clear()
+        self._strips.clear()
+        self._header = None
+        self.refresh()
+
+    # --- rows ------------------------------------------------------------------------------
+
+    def _segments(self, cells: Iterable[Cell]) -> list[Segment]:
+        segs = []
+        for key, (text, level) in zip(self._columns, cells):
+            w = self._widths[key]
+            text = text[:w]
+            body = text.ljust(w) if key in self.LEFT else text.rjust(w)
+            segs.append(Segment(" " * PAD + body + " " * PAD, self.cell_style(level) or None))
+        return segs
+
+    def _row_strip(self, key: str) -> Strip:
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = Strip(self._segments(self._cells[key]), self._x[""])
+        return strip
+
+    def _header_strip(self) -> Strip:
+        if self._header is None:
+            labels = [(label, "") for _, label, _ in self.COLUMNS]
+            segs = [Segment(s.text, self._style("livetable--header")) for s in self._segments(labels)]
+            self._header = Strip(segs, self._x[""])
+        return self._header
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        sx, sy = self.scroll_offset
+        if y == 0:
+            strip = self._header_strip()
+        else:
+            i = y - 1 + sy
+            if i >= len(self._keys):
+                return Strip.blank(width, base)
+            strip = self._row_strip(self._keys[i])
+            if i == self.cursor and self.has_focus:
+                strip = strip.apply_style(self._style("livetable--cursor"))
+        return strip.crop_extend(sx, sx + width, base).apply_style(base)
+
+    def row_keys(self) -> list[str]:
+        return list(self._keys)
+
+    def cell(self, key: str, column: str) -> Cell:
+        return self._cells[key][self._columns.index(column)]
 
     def widen(self, column: str, width: int) -> None:
-        """Give a column more room (rare: a longer interface name appeared); rebuilds the table."""
+        """Give a column more room (rare: a longer interface name appeared)."""
         if width <= self._widths[column]:
             return
         self._widths[column] = width
-        self.clear(columns=True)
-        self._cells.clear()
-        self._add_columns()
-
-    def sync(self, rows: Sequence[tuple[str, tuple[Cell, ...]]]) -> None:
-        """Make the table hold exactly `rows` (key, cells), touching only what changed."""
-        keys = [k for k, _ in rows]
-        wanted = set(keys)
-        for gone in [k for k in self._cells if k not in wanted]:
-            self.remove_row(gone)
-            del self._cells[gone]
-        columns = [k for k, _, _ in self.COLUMNS]
-        for key, cells in rows:
-            old = self._cells.get(key)
-            if old is None:
-                self.add_row(*(self._render(c, cell) for c, cell in zip(columns, cells)), key=key)
-                self.cell_updates += len(cells)
-            elif old != cells:
-                for c, before, after in zip(columns, old, cells):
-                    if before != after:
-                        self.update_cell(key, c, self._render(c, after))
-                        self.cell_updates += 1
-            self._cells[key] = cells
-        self._order(keys)
-
-    def _order(self, keys: list[str]) -> None:
-        """Show rows in the order of `keys`, the way DataTable.sort reorders (no rebuild)."""
-        current = [r.key.value for r in self.ordered_rows]
-        if current == keys:
-            return
-        self._row_locations = TwoWayDict({RowKey(k): i for i, k in enumerate(keys)})
-        self._update_count += 1
+        self._x = self._offsets()
+        self._strips.clear()
+        self._header = None
+        self._resize_virtual()
         self.refresh()
 
-    def restyle(self) -> None:
-        """The theme changed: re-render every cell with the new theme's styles."""
-        self._styles.clear()
-        columns = [k for k, _, _ in self.COLUMNS]
-        for key, cells in self._cells.items():
-            for c, cell in zip(columns, cells):
-                if cell[1]:
-                    self.update_cell(key, c, self._render(c, cell))
+    def sync(self, rows: Sequence[tuple[str, tuple[Cell, ...]]]) -> None:
+        """Make the table hold exactly `rows` (key, cells) in this order, redrawing only
+        the cells whose text or level changed (all of it only when rows come, go or move)."""
+        keys = [k for k, _ in rows]
+        if keys != self._keys:
+            for gone in set(self._cells) - set(keys):
+                del self._cells[gone]
+                self._strips.pop(gone, None)
+            for key, cells in rows:
+                if self._cells.get(key) != cells:
+                    self._cells[key] = cells
+                    self._strips.pop(key, None)
+                    self.cell_updates += len(cells)
+            self._keys = keys
+            self.cursor = min(self.cursor, max(0, len(keys) - 1))
+            self._resize_virtual()
+            self.refresh()
+            return
+        sx, sy = self.scroll_offset
+        for row, (key, cells) in enumerate(rows):
+            old = self._cells[key]
+            if old == cells:
+                continue
+            self._cells[key] = cells
+            self._strips.pop(key, None)
+            changed = [c for c, before, after in zip(self._columns, old, cells) if before != after]
+            self.cell_updates += len(changed)
+            y = row + 1 - sy
+            if 1 <= y < self.size.height:
+                # one region per row, from the first to the last changed cell
+                x0 = self._x[changed[0]]
+                x1 = self._x[changed[-1]] + self._widths[changed[-1]] + 2 * PAD
+                self.refresh(Region(x0 - sx, y, x1 - x0, 1))
+
+    # --- keys --------------------------------------------------------------------------------
+
+    def _move(self, to: int) -> None:
+        old = self.cursor
+        self.cursor = max(0, min(len(self._keys) - 1, to))
+        visible = self.size.height - 1
+        sy = self.scroll_offset.y
+        if self.cursor < sy:
+            self.scroll_to(y=self.cursor, animate=False)
+        elif visible > 0 and self.cursor >= sy + visible:
+            self.scroll_to(y=self.cursor - visible + 1, animate=False)
+        if old != self.cursor:
+            self.refresh()
+
+    def action_cursor(self, delta: int) -> None:
+        self._move(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._move(self.cursor + direction * max(1, self.size.height - 2))
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
 
 
 def _lvl(value: float | None, warm: float, hot: float) -> str:
