@@ -275,7 +275,7 @@ async def test_s_cycles_the_queue_sort_and_r_reverses(running):
     shown = [table.cell(k, "irq_s")[0] for k in row_keys(table) if k.startswith("eth0")]
     rates = [float(v.rstrip("k")) * (1000 if v.endswith("k") else 1) for v in shown]
     assert rates == sorted(rates, reverse=True)
-    assert "sort: irq/s" in str(app.query_one("#queues").border_subtitle)
+    assert "sort: irq/s" in str(app.query_one("#queues").border_title)
     await pilot.press("r")
     await pilot.pause()
     assert row_keys(table)[0].startswith("veth0")  # no IRQs: last when descending, first reversed

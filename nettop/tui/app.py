@@ -74,7 +74,15 @@ class Panel(Vertical):
 
     def __init__(self, title: str, *children: Widget, id: str) -> None:  # noqa: A002
         super().__init__(*children, id=id, classes="panel")
+        self.title = title
+        self.status = ""
         self.border_title = title
+
+    def set_status(self, status: str) -> None:
+        """Show `status` after the title (panels have only a top border to carry text)."""
+        if status != self.status:
+            self.status = status
+            self.border_title = f"{self.title} · {status}" if status else self.title
 
 
 def next_interval(current: float, direction: int) -> float:
@@ -148,7 +156,7 @@ class NettopApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#queues", Panel).border_subtitle = "sort: queue"
+        self.query_one("#queues", Panel).set_status("sort: queue")
         self.query_one("#latency-chart").display = False
         self.query_one("#cpus-heatmap").display = False
         self.query_one("#notice").display = False
@@ -259,7 +267,7 @@ class NettopApp(App[None]):
             heatmap.show(rows, caption)
         else:
             table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
-        self.query_one("#cpus", Panel).border_subtitle = caption
+        self.query_one("#cpus", Panel).set_status(caption.replace(", softirq %", ""))
 
     def _draw_throughput(self, point: Point, names: list[str]) -> None:
         rows = []
@@ -390,7 +398,7 @@ class NettopApp(App[None]):
 
     def _show_sort(self) -> None:
         arrow = " (reversed)" if self.sort_reverse else ""
-        self.query_one("#queues", Panel).border_subtitle = f"sort: {self.sort_mode}{arrow}"
+        self.query_one("#queues", Panel).set_status(f"sort: {self.sort_mode}{arrow}")
         self.redraw()
 
     def action_numa(self) -> None:

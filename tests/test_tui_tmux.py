@@ -1,0 +1,149 @@
+"""End to end: `nettop` in a real tmux terminal on the live host while iperf3 runs over a
+lab veth pair. We send keys like an operator and read the screen with capture-pane: the
+veth's real throughput (cross-checked against its sysfs counters) and its queues must
+be on screen, and the keys must do what the help says."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+pytestmark = [pytest.mark.lab, pytest.mark.live]
+
+TMUX = shutil.which("tmux")
+SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def nettop_argv() -> list[str]:
+    script = Path(sys.executable).with_name("nettop")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "nettop.cli"]
+
+
+def si(text: str) -> float:
+    m = re.fullmatch(r"([0-9.]+)([kMGT]?)", text)
+    if m is None:
+        raise ValueError(f"not a number on screen: {text!r}")
+    return float(m.group(1)) * SI[m.group(2)]
+
+
+class Tmux:
+    """One tmux server of our own (its own socket), so nothing else is touched."""
+
+    def __init__(self) -> None:
+        self.socket = f"nettop-test-{os.getpid()}"
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, check=check)
+
+    def start(self, argv: list[str], width: int, height: int) -> None:
+        self.run("new-session", "-d", "-s", "nettop", "-x", str(width), "-y", str(height),
+                 "-e", "TERM=xterm-256color", "-c", os.getcwd(), *argv)
+
+    def keys(self, *keys: str) -> None:
+        for k in keys:
+            self.run("send-keys", "-t", "nettop", k)
+            time.sleep(0.3)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "nettop", check=False).stdout
+
+    def alive(self) -> bool:
+        return self.run("has-session", "-t", "nettop", check=False).returncode == 0
+
+    def wait(self, ok: Callable[[str], bool], timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if ok(screen):
+                return screen
+            time.sleep(0.25)
+        raise AssertionError(f"screen never matched within {timeout:g} s; last screen:\n{screen}")
+
+    def kill(self) -> None:
+        self.run("kill-server", check=False)
+
+
+@pytest.fixture
+def tmux():
+    if TMUX is None:
+        pytest.skip("tmux is not installed (apt-get install tmux)")
+    if os.geteuid() != 0:
+        pytest.skip("the live screen test drives a veth lab, which needs root")
+    t = Tmux()
+    yield t
+    t.kill()
+
+
+def iface_row(screen: str, ifname: str) -> tuple[float, float] | None:
+    """rx and tx bit/s from the interface table row of `ifname`."""
+    m = re.search(rf"^\s*{re.escape(ifname)}\s+([0-9.]+[kMGT]?)\s+([0-9.]+[kMGT]?)\s", screen, re.M)
+    return (si(m.group(1)), si(m.group(2))) if m else None
+
+
+def sysfs_bits_per_s(ifname: str, counter: str, seconds: float = 1.0) -> float:
+    path = f"/sys/class/net/{ifname}/statistics/{counter}"
+    with open(path) as f:
+        a = int(f.read())
+    time.sleep(seconds)
+    with open(path) as f:
+        b = int(f.read())
+    return 8 * (b - a) / seconds
+
+
+def test_live_screen_shows_veth_throughput_and_queues_and_obeys_keys(veth_lab, tmux):
+    host_if = veth_lab.host_if
+    veth_lab.iperf3_server()
+    veth_lab.iperf3_client(60, extra=["-b", "200M"])  # root namespace -> peer: host_if transmits
+    tmux.start([*nettop_argv(), "-i", "1"], 120, 40)
+
+    def busy(screen: str) -> bool:
+        row = iface_row(screen, host_if)
+        return row is not None and row[1] > 1e6
+
+    screen = tmux.wait(busy, timeout=30)
+    shown_tx = iface_row(screen, host_if)[1]
+    kernel_tx = sysfs_bits_per_s(host_if, "tx_bytes")
+    assert kernel_tx / 3 < shown_tx < kernel_tx * 3, (shown_tx, kernel_tx)
+    assert 100e6 < shown_tx < 400e6  # iperf3 was asked for 200 Mbit/s
+    for q in range(4):  # the lab veth has 4 rx and 4 tx queues
+        assert f"{host_if} rx-{q}" in screen and f"{host_if} tx-{q}" in screen, screen
+    assert "nettop live" in screen and "every 1s" in screen and "nettop CPU" in screen
+
+    tmux.keys("s")
+    tmux.wait(lambda s: "sort: irq/s" in s)
+    tmux.keys("plus")
+    tmux.wait(lambda s: "every 2s" in s)
+    tmux.keys("minus")
+    tmux.wait(lambda s: "every 1s" in s)
+    tmux.keys("space")
+    tmux.wait(lambda s: "nettop PAUSED" in s)
+    tmux.keys("p")
+    tmux.wait(lambda s: "nettop live" in s)
+    tmux.keys("i")
+    tmux.wait(lambda s: "Interfaces: space toggles" in s and host_if in s)
+    tmux.keys("Escape")
+    tmux.wait(lambda s: "Interfaces: space toggles" not in s)
+    tmux.keys("3", "z")
+    zoomed = tmux.wait(lambda s: "seconds ago" in s and "rps/s" not in s and " queue " not in s)
+    assert busy(zoomed)
+    tmux.keys("z")
+    tmux.wait(lambda s: " queue " in s)
+    tmux.keys("?")
+    tmux.wait(lambda s: "this help: every key" in s)
+    tmux.keys("Escape")
+    tmux.wait(lambda s: "this help: every key" not in s)
+    tmux.keys("t")
+    tmux.keys("q")
+    deadline = time.monotonic() + 10
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tmux.alive(), "nettop did not quit on q"
