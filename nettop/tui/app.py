@@ -267,7 +267,7 @@ class NettopApp(App[None]):
             heatmap.show(rows, caption)
         else:
             table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
-        self.query_one("#cpus", Panel).set_status(caption.replace(", softirq %", ""))
+        self.query_one("#cpus", Panel).set_status(caption.split("(", 1)[-1].rstrip(")") if "(" in caption else "")
 
     def _draw_throughput(self, point: Point, names: list[str]) -> None:
         rows = []
