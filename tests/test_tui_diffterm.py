@@ -108,3 +108,10 @@ def test_a_table_with_one_moving_number_costs_a_few_bytes_per_frame():
         sent.append(len(d.feed(frame([(y, 0, "38;5;188;48;5;16", r) for y, r in enumerate(rows)]))))
     full = len(frame([(y, 0, "38;5;188;48;5;16", r) for y, r in enumerate(rows)]))
     assert max(sent) < 60 < full / 10
+
+
+def test_no_color_keeps_text_styles_and_drops_every_colour():
+    d = ScreenDiff(strip_colour=True)
+    out = d.feed(frame([(0, 0, "1;4;38;5;168;48;2;10;20;30", "hot"), (1, 0, "7;31;42", "cur")]))
+    assert "\x1b[0;1;4mhot" in out and "\x1b[0;7mcur" in out
+    assert "38;" not in out and "48;" not in out

@@ -422,9 +422,12 @@ class NettopApp(App[None]):
 
 def run(source: Source) -> int:
     """Run the app on this terminal, sending it only the cells that change."""
+    import os
+
     from nettop.tui.diffterm import diffing_driver
 
-    NettopApp(source, driver_class=diffing_driver()).run()
+    no_color = "NO_COLOR" in os.environ  # read before Textual takes it out of the environment
+    NettopApp(source, driver_class=diffing_driver(no_color)).run()
     return 0
 
 

@@ -29,7 +29,8 @@ _SYNC = ("\x1b[?2026h", "\x1b[?2026l")
 class ScreenDiff:
     """Stateful filter: feed it what Textual writes, write what it returns."""
 
-    def __init__(self) -> None:
+    def __init__(self, strip_colour: bool = False) -> None:
+        self.strip_colour = strip_colour  # NO_COLOR: keep bold/underline/reverse, drop colours
         self._chars: list[list[str | None]] = []
         self._styles: list[list[str | None]] = []
         self._x = self._y = 0  # where Textual's cursor is
@@ -69,6 +70,8 @@ class ScreenDiff:
                     self._y += 1
                 self._x = 0
             elif final == "m":
+                if self.strip_colour:
+                    params = _without_colour(params)
                 if params in ("", "0"):
                     self._style = ""
                 elif params.startswith("0;"):
@@ -143,14 +146,33 @@ class ScreenDiff:
         self._out_x, self._out_y = x + cell_len(text), y
 
 
-def diffing_driver():  # type: ignore[no-untyped-def]
-    """A Linux terminal driver whose output goes through a ScreenDiff."""
+def _without_colour(params: str) -> str:
+    """SGR parameters minus every colour (30-49, 90-107, and 38/48 with their arguments)."""
+    out: list[str] = []
+    parts = params.split(";")
+    i = 0
+    while i < len(parts):
+        p = parts[i]
+        if p in ("38", "48", "58"):
+            i += 3 if i + 1 < len(parts) and parts[i + 1] == "5" else 5
+            continue
+        if p.isdigit() and (30 <= int(p) <= 49 or 90 <= int(p) <= 107):
+            i += 1
+            continue
+        out.append(p)
+        i += 1
+    return ";".join(out)
+
+
+def diffing_driver(no_color: bool = False):  # type: ignore[no-untyped-def]
+    """A Linux terminal driver whose output goes through a ScreenDiff; with `no_color`
+    (the NO_COLOR convention) it also removes every colour code."""
     from textual.drivers.linux_driver import LinuxDriver
 
     class DiffingDriver(LinuxDriver):
         def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
             super().__init__(*args, **kwargs)
-            self.screen_diff = ScreenDiff()
+            self.screen_diff = ScreenDiff(strip_colour=no_color)
 
         def write(self, data: str) -> None:
             filtered = self.screen_diff.feed(data)
