@@ -101,25 +101,33 @@ class Btf:
                 out.append(Member(self._str(name_off), mtype, off, 0))
         return out
 
-    def member_offset(self, struct_name: str, member: str) -> int | None:
-        """Byte offset of `member` in `struct struct_name`, looking inside anonymous
+    def member_offset(self, struct_name: str, path: str) -> int | None:
+        """Byte offset of `path` ("dev" or "nd_net.net": members of embedded structs,
+        never through pointers) in `struct struct_name`, looking inside anonymous
         structs and unions (sk_buff keeps `dev` in one); None when absent."""
         tid = self.find(STRUCT, struct_name)
-        if tid is None:
-            return None
-        bits = self._member_bits(tid, member)
-        return None if bits is None else bits // 8
+        bits = 0
+        for part in path.split("."):
+            if tid is None or self._kinds[tid] not in (STRUCT, UNION):
+                return None
+            found = self._member(tid, part)
+            if found is None:
+                return None
+            bits += found[0]
+            tid = self.resolve(found[1])
+        return bits // 8
 
-    def _member_bits(self, tid: int, member: str) -> int | None:
+    def _member(self, tid: int, member: str) -> tuple[int, int] | None:
+        """(bit offset, type id) of a member, searching anonymous members too."""
         for m in self.members(tid):
             if m.name == member:
-                return m.bit_offset
+                return m.bit_offset, m.type_id
             if not m.name:
                 inner = self.resolve(m.type_id)
                 if self._kinds[inner] in (STRUCT, UNION):
-                    sub = self._member_bits(inner, member)
+                    sub = self._member(inner, member)
                     if sub is not None:
-                        return m.bit_offset + sub
+                        return m.bit_offset + sub[0], sub[1]
         return None
 
     def enum_values(self, name: str) -> dict[int, str]:

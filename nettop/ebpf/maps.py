@@ -16,15 +16,17 @@ from typing import Iterator
 
 from nettop.ebpf.program import HIST_SLOTS
 
-NAPI_KEY = struct.Struct("<IIIiiI16s")  # napi_id, ifindex, cpu, irq, index, pad, name
-NAPI_VAL = struct.Struct("<5Q")  # polls, work, full, empty, budget
+NAPI_KEY = struct.Struct("<Q")  # the napi_struct's address
+# polls, work, full, empty, budget, napi_id, ifindex, irq, netns, seen, name (per CPU)
+NAPI_VAL = struct.Struct("<4QIIIiII16s")
 IRQ_KEY = struct.Struct("<II")  # irq, cpu
 IRQ_VAL = struct.Struct("<QQ")  # count, ns
-DROP_KEY = struct.Struct("<IIQ16s")  # reason, ifindex, location, name
-DROP_VAL = struct.Struct("<Q")
-# struct sirq_cpu: 7 arrays of 2, then two [2][HIST_SLOTS] histograms.
-SIRQ_WORDS = 7 * 2 + 2 * 2 * HIST_SLOTS
-SIRQ_FIELDS = ("raise_ts", "entry_ts", "raised", "runs", "run_ns", "waits", "wait_ns")
+DROP_KEY = struct.Struct("<IIQQ")  # reason, pad, device address, location
+DROP_VAL = struct.Struct("<QIIII16s")  # count, ifindex, netns, seen, pad, name (per CPU)
+# struct sirq_cpu: 8 arrays of 2, then two [2][HIST_SLOTS] histograms.
+SIRQ_FIELDS = ("raise_ts", "entry_ts", "raised", "runs", "run_ns", "waits", "wait_ns",
+               "timed")
+SIRQ_WORDS = len(SIRQ_FIELDS) * 2 + 2 * 2 * HIST_SLOTS
 _NO_BATCH = {errno.EINVAL, errno.EOPNOTSUPP, 524}  # 524: the kernel's ENOTSUPP
 
 
@@ -44,6 +46,18 @@ def decode_pairs(keys: bytes, values: bytes, count: int, kfmt: struct.Struct,
     ks, vs = kfmt.size, vfmt.size
     for i in range(count):
         yield kfmt.unpack_from(keys, i * ks), vfmt.unpack_from(values, i * vs)
+
+
+def decode_percpu_pairs(keys: bytes, values: bytes, count: int, kfmt: struct.Struct,
+                        vfmt: struct.Struct, ncpus: int) -> Iterator[tuple[tuple, list]]:
+    """(key fields, [value fields of each possible CPU]) of per-CPU map batch buffers;
+    the kernel pads each CPU's value to 8 bytes."""
+    ks = kfmt.size
+    vs = (vfmt.size + 7) & ~7
+    for i in range(count):
+        base = i * vs * ncpus
+        yield kfmt.unpack_from(keys, i * ks), [vfmt.unpack_from(values, base + c * vs)
+                                                for c in range(ncpus)]
 
 
 def decode_sirq(words: list[int], cpus: list[int]) -> dict[int, dict[str, tuple]]:
@@ -69,19 +83,35 @@ def decode_sirq(words: list[int], cpus: list[int]) -> dict[int, dict[str, tuple]
 
 
 class HashReader:
-    """Reads a whole BPF hash map per call, reusing its buffers."""
+    """Reads a whole BPF hash map per call, reusing its buffers. With `ncpus` (a per-CPU
+    hash) each value is a list with one tuple per possible CPU."""
 
     def __init__(self, lib, map_fd: int, kfmt: struct.Struct, vfmt: struct.Struct,
-                 max_entries: int) -> None:
+                 max_entries: int, ncpus: int = 0) -> None:
         self._lib = lib
         self._fd = map_fd
         self._kfmt, self._vfmt = kfmt, vfmt
+        self.max_entries = max_entries
         self._max = max_entries
+        self._ncpus = ncpus
+        self._vsize = ((vfmt.size + 7) & ~7) * ncpus if ncpus else vfmt.size
         self._keys = (ct.c_char * (kfmt.size * max_entries))()
-        self._vals = (ct.c_char * (vfmt.size * max_entries))()
+        self._vals = (ct.c_char * (self._vsize * max_entries))()
         self._batch_ok = True
 
-    def read(self) -> list[tuple[tuple, tuple]]:
+    def delete(self, keys: list[tuple]) -> None:
+        """Remove entries (by key fields) that are no longer worth their slot."""
+        for key in keys:
+            self._lib.bpf_delete_elem(self._fd, ct.create_string_buffer(
+                self._kfmt.pack(*key), self._kfmt.size))
+
+    def _decode(self, keys: bytes, values: bytes, n: int) -> list:
+        if self._ncpus:
+            return list(decode_percpu_pairs(keys, values, n, self._kfmt, self._vfmt,
+                                            self._ncpus))
+        return list(decode_pairs(keys, values, n, self._kfmt, self._vfmt))
+
+    def read(self) -> list:
         if self._batch_ok:
             try:
                 n = self._read_batch()
@@ -90,14 +120,13 @@ class HashReader:
                     raise
                 self._batch_ok = False  # kernels before 5.6 have no batch ops
             else:
-                return list(decode_pairs(self._keys.raw, self._vals.raw, n,
-                                         self._kfmt, self._vfmt))
+                return self._decode(self._keys.raw, self._vals.raw, n)
         return self._read_one_by_one()
 
     def _read_batch(self) -> int:
         token_in, token_out, count = ct.c_uint32(0), ct.c_uint32(0), ct.c_uint32(0)
         total = 0
-        ks, vs = self._kfmt.size, self._vfmt.size
+        ks, vs = self._kfmt.size, self._vsize
         while total < self._max:
             count.value = self._max - total
             res = self._lib.bpf_lookup_batch(
@@ -115,18 +144,19 @@ class HashReader:
             token_in.value = token_out.value
         return total
 
-    def _read_one_by_one(self) -> list[tuple[tuple, tuple]]:
-        out = []
+    def _read_one_by_one(self) -> list:
+        keys, vals = [], []
         key = ct.create_string_buffer(self._kfmt.size)
         nxt = ct.create_string_buffer(self._kfmt.size)
-        val = ct.create_string_buffer(self._vfmt.size)
+        val = ct.create_string_buffer(self._vsize)
         first = True
         while self._lib.bpf_get_next_key(self._fd, None if first else key, nxt) == 0:
             first = False
             ct.memmove(key, nxt, self._kfmt.size)
             if self._lib.bpf_lookup_elem(self._fd, key, val) == 0:
-                out.append((self._kfmt.unpack(key.raw), self._vfmt.unpack(val.raw)))
-        return out
+                keys.append(key.raw)
+                vals.append(val.raw)
+        return self._decode(b"".join(keys), b"".join(vals), len(keys))
 
 
 class PerCpuReader:

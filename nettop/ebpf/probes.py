@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 import time
+from collections import defaultdict
 from typing import Iterator
 
 from nettop.ebpf import preflight
@@ -29,6 +30,9 @@ from nettop.ebpf.sample import (DropCounts, EbpfSample, IrqCounts, NapiCounts, P
                                 SoftirqCounts)
 
 _VECS = ("NET_TX", "NET_RX")
+# Softirq runs timed per second and CPU before timing is sampled: enough for p99 in one
+# interval, few enough that the clock reads cost little on a packet flood.
+TIMED_PER_S = 10000
 _REASON_PREFIX = "SKB_DROP_REASON_"
 
 
@@ -37,8 +41,9 @@ class EbpfProbes:
 
     PROBES = PROBES  # group -> tracepoints; a subclass may name others
 
-    def __init__(self, probes: tuple[str, ...] | None = None) -> None:
+    def __init__(self, probes: tuple[str, ...] | None = None, measure_cost: bool = True) -> None:
         self.probes = tuple(p for p in (probes or tuple(self.PROBES)) if p in self.PROBES)
+        self.measure_cost = measure_cost
         self.attached: tuple[str, ...] = ()
         self.errors: tuple[str, ...] = ()
         self._lock = threading.RLock()
@@ -51,6 +56,9 @@ class EbpfProbes:
         self._reasons: dict[int, str] = {}
         self._irq_names: dict[int, str] = {}
         self._ksyms: dict[int, str] = {}
+        self._netns_self = own_netns()
+        self._possible_cpus: list[int] = []
+        self._mask = 0
 
     # --- availability ---------------------------------------------------------------
 
@@ -114,6 +122,8 @@ class EbpfProbes:
         from bcc.libbcc import lib
         from bcc.utils import get_possible_cpus
 
+        self._possible_cpus = get_possible_cpus()
+
         text = render(groups, layout_from_btf(btf))
         with _captured_stderr() as err:
             try:
@@ -128,17 +138,19 @@ class EbpfProbes:
                 name = tp.partition(":")[2]
                 bpf.attach_raw_tracepoint(tp=name.encode(), fn_name=function_name(tp).encode())
                 self._progs[name] = bpf.funcs[function_name(tp).encode()].fd
-        if not self._stats.enable():
+        if self.measure_cost and not self._stats.enable():
             errors.append(self._stats.note)
         if "napi" in groups:
-            self._readers["napi"] = _hash_reader(lib, bpf, "napi_stats", NAPI_KEY, NAPI_VAL)
+            self._readers["napi"] = _hash_reader(lib, bpf, "napi_stats", NAPI_KEY, NAPI_VAL,
+                                                 len(self._possible_cpus))
         if "hardirq" in groups:
             self._readers["hardirq"] = _hash_reader(lib, bpf, "irq_stats", IRQ_KEY, IRQ_VAL)
         if "drops" in groups:
-            self._readers["drops"] = _hash_reader(lib, bpf, "drop_stats", DROP_KEY, DROP_VAL)
+            self._readers["drops"] = _hash_reader(lib, bpf, "drop_stats", DROP_KEY, DROP_VAL,
+                                                  len(self._possible_cpus))
         if "softirq" in groups:
             self._readers["softirq"] = PerCpuReader(lib, bpf["sirq"].map_fd, SIRQ_WORDS,
-                                                    get_possible_cpus())
+                                                    self._possible_cpus)
         self.attached = groups
         self._prev = self._read_raw()
         self._t_prev = time.monotonic()
@@ -184,35 +196,69 @@ class EbpfProbes:
                 return EbpfSample(elapsed_s=elapsed, probes=self.attached,
                                   errors=tuple(errors))
             prev, self._prev, self._t_prev = self._prev, cur, now
+            self._collect_idle(cur, prev)
+            softirq = _softirq(cur.get("softirq"), prev.get("softirq"),
+                               self._readers.get("softirq"))
+            if softirq:
+                self._set_sample_mask(softirq, elapsed)
             sample = EbpfSample(
                 elapsed_s=elapsed, probes=self.attached,
                 napi=self._napi(cur.get("napi"), prev.get("napi")),
                 hardirq=self._hardirq(cur.get("hardirq"), prev.get("hardirq")),
-                softirq=_softirq(cur.get("softirq"), prev.get("softirq"),
-                                 self._readers.get("softirq")),
+                softirq=softirq,
                 drops=self._drops(cur.get("drops"), prev.get("drops")),
                 cost=_cost(cur["cost"], prev.get("cost")),  # type: ignore[arg-type]
                 cost_note=self._stats.note,
                 read_cpu_s=time.thread_time() - cpu0,
                 errors=tuple(errors),
+                netns_self=self._netns_self,
             )
             return sample
+
+    def _set_sample_mask(self, rows: tuple[SoftirqCounts, ...], elapsed: float) -> None:
+        """Time at most about TIMED_PER_S softirq runs per CPU and second (see
+        program.py): the busiest CPU of this interval sets the rate for the next."""
+        busiest = max((r.runs + r.raised) / 2 for r in rows) / max(elapsed, 1e-3)
+        mask = sample_mask(busiest)
+        if mask != self._mask and self._bpf is not None:
+            import ctypes as ct
+            self._bpf["sirq_cfg"][ct.c_int(0)] = ct.c_uint64(mask)
+            self._mask = mask
+
+    def _collect_idle(self, cur: dict, prev: dict) -> None:
+        """Free the slots of entries that did not change in this interval once a map is
+        three quarters full (NAPIs of deleted devices, IRQs gone quiet), so new ones
+        still find room. A freed entry restarts from zero if it comes back."""
+        for group in ("napi", "hardirq", "drops"):
+            reader = self._readers.get(group)
+            rows = cur.get(group)
+            if not isinstance(reader, HashReader) or not rows:
+                continue
+            if len(rows) * 4 < reader.max_entries * 3:
+                continue
+            old = dict(prev.get(group) or ())
+            idle = [key for key, val in rows if old.get(key) == val]
+            reader.delete(idle)
+            gone = set(idle)
+            cur[group] = [(k, v) for k, v in rows if k not in gone]
 
     def _napi(self, cur, prev) -> tuple[NapiCounts, ...]:
         if cur is None:
             return ()
-        before = dict(prev or ())
+        cpus = self._possible_cpus
+        before = _napi_flat(prev or (), cpus)
         out = []
-        for key, val in cur:
-            old = before.get(key, (0, 0, 0, 0, 0))
-            napi_id, ifindex, cpu, irq, index, _, name = key
+        for (ptr, cpu, napi_id), val in _napi_flat(cur, cpus).items():
+            polls, work, full, empty, budget, _, ifindex, irq, netns, _, name = val
+            old = before.get((ptr, cpu, napi_id))
+            if old is not None and old[0] <= polls:
+                polls, work = polls - old[0], work - old[1]
+                full, empty = full - old[2], empty - old[3]
             dev = ifname(name)
             out.append(NapiCounts(
-                ifname=dev, ifindex=ifindex, napi_id=napi_id,
-                irq=irq if dev and irq >= 0 else None,
-                queue=index if dev and index >= 0 else None, cpu=cpu,
-                polls=val[0] - old[0], work=val[1] - old[1], full=val[2] - old[2],
-                empty=val[3] - old[3], budget=val[4]))
+                ifname=dev, ifindex=ifindex, netns=netns, napi_id=napi_id,
+                irq=irq if dev and irq >= 0 else None, cpu=cpu,
+                polls=polls, work=work, full=full, empty=empty, budget=budget))
         return tuple(out)
 
     def _hardirq(self, cur, prev) -> tuple[IrqCounts, ...]:
@@ -231,17 +277,20 @@ class EbpfProbes:
     def _drops(self, cur, prev) -> tuple[DropCounts, ...]:
         if cur is None:
             return ()
-        before = dict(prev or ())
-        out = []
-        for key, val in cur:
-            n = val[0] - before.get(key, (0,))[0]
-            if n <= 0:
-                continue
-            reason, _ifindex, location, name = key
-            out.append(DropCounts(reason=self._reason(reason), code=reason,
-                                  ifname=ifname(name), location=self._ksym(location),
-                                  count=n))
-        return tuple(out)
+        cpus = self._possible_cpus
+        before = _drops_flat(prev or (), cpus)
+        sums: dict[tuple[int, str, int, int, int], int] = defaultdict(int)
+        for key, val in _drops_flat(cur, cpus).items():
+            count, ifindex, netns, _, _, name = val
+            old = before.get(key)
+            n = count - old[0] if old is not None and old[0] <= count else count
+            if n > 0:
+                reason, _dev, location, _cpu, _ = key
+                sums[(reason, ifname(name), ifindex, netns, location)] += n
+        return tuple(
+            DropCounts(reason=self._reason(reason), code=reason, ifname=dev, ifindex=ifindex,
+                       netns=netns, location=self._ksym(location), count=n)
+            for (reason, dev, ifindex, netns, location), n in sums.items())
 
     def _reason(self, code: int) -> str:
         name = self._reasons.get(code)
@@ -267,6 +316,23 @@ class EbpfProbes:
         return sym
 
 
+def sample_mask(runs_per_s: float) -> int:
+    """Mask for the softirq probes: time 1 in (mask + 1) raises and runs, so about
+    TIMED_PER_S are timed per second on the busiest CPU (0: time every one)."""
+    mask = 0
+    while runs_per_s > TIMED_PER_S * (mask + 1) and mask < 1023:
+        mask = mask * 2 + 1
+    return mask
+
+
+def own_netns() -> int:
+    """Inode of this process's network namespace (what the probes report per device)."""
+    try:
+        return os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        return 0
+
+
 def irq_handler_names(irq: int, proc: str = "/proc/irq") -> str:
     """Handler names of `irq` from the directories /proc/irq/N/ holds, one per action."""
     try:
@@ -277,14 +343,36 @@ def irq_handler_names(irq: int, proc: str = "/proc/irq") -> str:
     return ",".join(names)
 
 
-def _hash_reader(lib, bpf, name: str, kfmt, vfmt) -> HashReader:
+def _hash_reader(lib, bpf, name: str, kfmt, vfmt, ncpus: int = 0) -> HashReader:
     import ctypes as ct
     table = bpf[name]
-    if ct.sizeof(table.Key) != kfmt.size or ct.sizeof(table.Leaf) != vfmt.size:
+    leaf = getattr(table, "sLeaf", table.Leaf)  # per-CPU tables keep the one-CPU type
+    if ct.sizeof(table.Key) != kfmt.size or ct.sizeof(leaf) != vfmt.size:
         raise RuntimeError(f"map {name}: compiled key/value sizes "
-                           f"{ct.sizeof(table.Key)}/{ct.sizeof(table.Leaf)} differ from "
+                           f"{ct.sizeof(table.Key)}/{ct.sizeof(leaf)} differ from "
                            f"the reader's {kfmt.size}/{vfmt.size}")
-    return HashReader(lib, table.map_fd, kfmt, vfmt, table.max_entries)
+    return HashReader(lib, table.map_fd, kfmt, vfmt, table.max_entries, ncpus)
+
+
+def _napi_flat(rows, cpus: list[int]) -> dict[tuple[int, int, int], tuple]:
+    """{(napi address, cpu, napi_id): value} for the CPUs that polled each NAPI."""
+    out = {}
+    for (ptr,), per_cpu in rows:
+        for idx, val in enumerate(per_cpu):
+            if val[9]:  # seen: this CPU has polled it
+                out[(ptr, cpus[idx] if idx < len(cpus) else idx, val[5])] = val
+    return out
+
+
+def _drops_flat(rows, cpus: list[int]) -> dict[tuple[int, int, int, int, int], tuple]:
+    """{(reason, device address, location, cpu, ifindex): value} per CPU that dropped."""
+    out = {}
+    for (reason, _, dev, location), per_cpu in rows:
+        for idx, val in enumerate(per_cpu):
+            if val[3]:  # seen
+                cpu = cpus[idx] if idx < len(cpus) else idx
+                out[(reason, dev, location, cpu, val[1])] = val
+    return out
 
 
 def _softirq(cur, prev, reader) -> tuple[SoftirqCounts, ...]:
@@ -299,8 +387,8 @@ def _softirq(cur, prev, reader) -> tuple[SoftirqCounts, ...]:
             def d(field: str) -> int:
                 return rec[field][i] - (old[field][i] if old else 0)
             out.append(SoftirqCounts(
-                cpu=cpu, vec=vec, raised=d("raised"), runs=d("runs"), run_ns=d("run_ns"),
-                waits=d("waits"), wait_ns=d("wait_ns"),
+                cpu=cpu, vec=vec, raised=d("raised"), runs=d("runs"), timed=d("timed"),
+                run_ns=d("run_ns"), waits=d("waits"), wait_ns=d("wait_ns"),
                 wait_hist=diff(rec["wait_hist"][i], old["wait_hist"][i] if old else None),
                 run_hist=diff(rec["run_hist"][i], old["run_hist"][i] if old else None)))
     return tuple(out)

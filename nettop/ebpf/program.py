@@ -39,9 +39,10 @@ class Layout:
     napi_id: int
     napi_dev: int
     napi_irq: int
-    napi_index: int
     dev_ifindex: int
     dev_name: int
+    dev_net: int  # net_device.nd_net.net: the device's network namespace
+    net_inum: int  # net.ns.inum: that namespace's inode number (as in /proc/PID/ns/net)
     skb_dev: int
     drop_reason_arg: int  # position of `enum skb_drop_reason` in kfree_skb's arguments
     reason_not_dropped: int  # SKB_NOT_DROPPED_YET
@@ -61,9 +62,10 @@ def layout_from_btf(btf: Btf) -> Layout:
         napi_id=_off(btf, "napi_struct", "napi_id"),
         napi_dev=_off(btf, "napi_struct", "dev"),
         napi_irq=_off(btf, "napi_struct", "irq"),
-        napi_index=_off(btf, "napi_struct", "index"),
         dev_ifindex=_off(btf, "net_device", "ifindex"),
         dev_name=_off(btf, "net_device", "name"),
+        dev_net=_off(btf, "net_device", "nd_net.net"),
+        net_inum=_off(btf, "net", "ns.inum"),
         skb_dev=_off(btf, "sk_buff", "dev"),
         drop_reason_arg=args.index("enum skb_drop_reason") if "enum skb_drop_reason" in args
         else -1,
@@ -99,7 +101,7 @@ def signature_problem(tracepoint: str, args: list[str] | None) -> str | None:
 _COMMON = """
 #define PROBE(tp) int probe_##tp(struct bpf_raw_tracepoint_args *ctx)
 #define KERNEL_PTR(p) ((u64)(p) >= 0xffff000000000000ULL)
-static __always_inline void read_dev(void *dev, u32 *ifindex, char *name)
+static __always_inline void read_dev(void *dev, u32 *ifindex, u32 *netns, char *name)
 {
     if (!KERNEL_PTR(dev))
         return;
@@ -109,44 +111,69 @@ static __always_inline void read_dev(void *dev, u32 *ifindex, char *name)
 #if OFF_DEV_NAME >= 0
     bpf_probe_read_kernel(name, IFNAMSIZ, (char *)dev + OFF_DEV_NAME);
 #endif
+#if OFF_DEV_NET >= 0 && OFF_NET_INUM >= 0
+    void *net = 0;
+    bpf_probe_read_kernel(&net, sizeof(net), (char *)dev + OFF_DEV_NET);
+    if (KERNEL_PTR(net))
+        bpf_probe_read_kernel(netns, sizeof(*netns), (char *)net + OFF_NET_INUM);
+#endif
 }
 """
 
+# Per-CPU values keyed by the napi_struct's address: a poll costs one lookup of an
+# 8-byte key and plain increments. The NAPI's identity (id, device, namespace) is read
+# on a CPU's first poll; every 64th poll re-reads the id, and if it changed (a new NAPI
+# in the memory of a deleted one) that CPU's counters restart from zero under the new
+# identity.
 _NAPI = """
-struct napi_key { u32 napi_id; u32 ifindex; u32 cpu; s32 irq; s32 index; u32 pad;
+struct napi_val { u64 polls; u64 work; u64 full; u64 empty;
+                  u32 budget; u32 napi_id; u32 ifindex; s32 irq; u32 netns; u32 seen;
                   char name[IFNAMSIZ]; };
-struct napi_val { u64 polls; u64 work; u64 full; u64 empty; u64 budget; };
-BPF_HASH(napi_stats, struct napi_key, struct napi_val, NAPI_MAX);
+BPF_PERCPU_HASH(napi_stats, u64, struct napi_val, NAPI_MAX);
 
 PROBE(napi_poll)
 {
-    void *napi = (void *)ctx->args[0];
+    u64 key = ctx->args[0];
+    void *napi = (void *)key;
     int work = (int)ctx->args[1];
     int budget = (int)ctx->args[2];
-    struct napi_key k = {};
-    void *dev = 0;
-    k.irq = -1;
-    k.index = -1;
-    bpf_probe_read_kernel(&k.napi_id, sizeof(k.napi_id), (char *)napi + OFF_NAPI_ID);
-    bpf_probe_read_kernel(&dev, sizeof(dev), (char *)napi + OFF_NAPI_DEV);
+    u32 id = 0;
+    struct napi_val *v = napi_stats.lookup(&key);
+    if (!v) {
+        struct napi_val init = {};
+        napi_stats.insert(&key, &init);
+        v = napi_stats.lookup(&key);
+        if (!v)
+            return 0;
+    }
+    if (!v->seen || !(v->polls & 63)) {
+        bpf_probe_read_kernel(&id, sizeof(id), (char *)napi + OFF_NAPI_ID);
+        if (v->seen && v->napi_id == id)
+            id = 0;  /* same NAPI: keep counting */
+        else
+            v->seen = 0;
+    }
+    if (!v->seen) {
+        void *dev = 0;
+        v->polls = 0; v->work = 0; v->full = 0; v->empty = 0;
+        v->napi_id = id;
+        v->ifindex = 0;
+        v->netns = 0;
+        v->irq = -1;
+        __builtin_memset(v->name, 0, IFNAMSIZ);
+        bpf_probe_read_kernel(&dev, sizeof(dev), (char *)napi + OFF_NAPI_DEV);
 #if OFF_NAPI_IRQ >= 0
-    bpf_probe_read_kernel(&k.irq, sizeof(k.irq), (char *)napi + OFF_NAPI_IRQ);
+        bpf_probe_read_kernel(&v->irq, sizeof(v->irq), (char *)napi + OFF_NAPI_IRQ);
 #endif
-#if OFF_NAPI_INDEX >= 0
-    bpf_probe_read_kernel(&k.index, sizeof(k.index), (char *)napi + OFF_NAPI_INDEX);
-#endif
-    read_dev(dev, &k.ifindex, k.name);
-    k.cpu = bpf_get_smp_processor_id();
-    struct napi_val zero = {};
-    struct napi_val *v = napi_stats.lookup_or_try_init(&k, &zero);
-    if (!v)
-        return 0;
-    __sync_fetch_and_add(&v->polls, 1);
-    __sync_fetch_and_add(&v->work, work);
+        read_dev(dev, &v->ifindex, &v->netns, v->name);
+        v->seen = 1;
+    }
+    v->polls++;
+    v->work += work;
     if (work >= budget)
-        __sync_fetch_and_add(&v->full, 1);
+        v->full++;
     if (work == 0)
-        __sync_fetch_and_add(&v->empty, 1);
+        v->empty++;
     v->budget = budget;
     return 0;
 }
@@ -192,13 +219,18 @@ PROBE(irq_handler_exit)
 
 # One per-CPU record holds both vectors; index 0 is NET_TX, 1 is NET_RX. Each CPU only
 # touches its own copy and a program does not nest with itself, so no atomics are needed.
+# Raises and runs are always counted; clock reads are the expensive part, so when a CPU
+# runs more NET softirqs than the reader wants timed, only 1 raise and 1 run in
+# (mask + 1) are timed (the reader sets mask in sirq_cfg from the rates it saw).
+# raise_ts = 1 marks "pending, not timed", so a later raise cannot start a shorter wait.
 _SOFTIRQ = """
 struct sirq_cpu {
     u64 raise_ts[2]; u64 entry_ts[2];
-    u64 raised[2]; u64 runs[2]; u64 run_ns[2]; u64 waits[2]; u64 wait_ns[2];
+    u64 raised[2]; u64 runs[2]; u64 run_ns[2]; u64 waits[2]; u64 wait_ns[2]; u64 timed[2];
     u64 wait_hist[2][HIST_SLOTS]; u64 run_hist[2][HIST_SLOTS];
 };
 BPF_PERCPU_ARRAY(sirq, struct sirq_cpu, 1);
+BPF_ARRAY(sirq_cfg, u64, 1);
 
 static __always_inline int net_vec(u32 vec)
 {
@@ -213,6 +245,13 @@ static __always_inline u32 slot_of(u64 ns)
     return slot < HIST_SLOTS ? slot : HIST_SLOTS - 1;
 }
 
+static __always_inline u64 sample_mask(void)
+{
+    int zero = 0;
+    u64 *m = sirq_cfg.lookup(&zero);
+    return m ? *m : 0;
+}
+
 PROBE(softirq_raise)
 {
     int i = net_vec((u32)ctx->args[0]);
@@ -222,9 +261,9 @@ PROBE(softirq_raise)
     struct sirq_cpu *s = sirq.lookup(&zero);
     if (!s)
         return 0;
-    s->raised[i]++;
     if (!s->raise_ts[i])
-        s->raise_ts[i] = bpf_ktime_get_ns();
+        s->raise_ts[i] = (s->raised[i] & sample_mask()) ? 1 : bpf_ktime_get_ns();
+    s->raised[i]++;
     return 0;
 }
 
@@ -237,16 +276,19 @@ PROBE(softirq_entry)
     struct sirq_cpu *s = sirq.lookup(&zero);
     if (!s)
         return 0;
-    u64 now = bpf_ktime_get_ns();
-    s->entry_ts[i] = now;
     u64 raised = s->raise_ts[i];
-    if (raised && now > raised) {
+    int time_run = !(s->runs[i] & sample_mask());
+    u64 now = 0;
+    s->raise_ts[i] = 0;
+    if (raised > 1 || time_run)
+        now = bpf_ktime_get_ns();
+    if (raised > 1 && now > raised) {
         u64 wait = now - raised;
         s->waits[i]++;
         s->wait_ns[i] += wait;
         s->wait_hist[i][slot_of(wait)]++;
     }
-    s->raise_ts[i] = 0;
+    s->entry_ts[i] = time_run ? now : 0;
     return 0;
 }
 
@@ -257,24 +299,34 @@ PROBE(softirq_exit)
     if (i < 0)
         return 0;
     struct sirq_cpu *s = sirq.lookup(&zero);
-    if (!s || !s->entry_ts[i])
+    if (!s)
+        return 0;
+    s->runs[i]++;
+    if (!s->entry_ts[i])
         return 0;
     u64 run = bpf_ktime_get_ns() - s->entry_ts[i];
     s->entry_ts[i] = 0;
-    s->runs[i]++;
+    s->timed[i]++;
     s->run_ns[i] += run;
     s->run_hist[i][slot_of(run)]++;
     return 0;
 }
 """
 
+# Per-CPU values keyed by reason, device address and dropping function; the device's
+# name and namespace are read on a CPU's first drop there, or again when the ifindex at
+# that address changed (a new device in the memory of a deleted one).
 _DROPS = """
-struct drop_key { u32 reason; u32 ifindex; u64 location; char name[IFNAMSIZ]; };
-BPF_HASH(drop_stats, struct drop_key, u64, DROP_MAX);
+struct drop_key { u32 reason; u32 pad; u64 dev; u64 location; };
+struct drop_val { u64 count; u32 ifindex; u32 netns; u32 seen; u32 pad;
+                  char name[IFNAMSIZ]; };
+BPF_PERCPU_HASH(drop_stats, struct drop_key, struct drop_val, DROP_MAX);
 
 PROBE(kfree_skb)
 {
     struct drop_key k = {};
+    void *dev = 0;
+    u32 ifindex = 0;
 #if DROP_REASON_ARG >= 0
     k.reason = (u32)ctx->args[DROP_REASON_ARG];
     if (k.reason == REASON_NOT_DROPPED || k.reason == REASON_CONSUMED)
@@ -282,14 +334,33 @@ PROBE(kfree_skb)
 #endif
     k.location = ctx->args[1];
 #if OFF_SKB_DEV >= 0
-    void *dev = 0;
     bpf_probe_read_kernel(&dev, sizeof(dev), (char *)ctx->args[0] + OFF_SKB_DEV);
-    read_dev(dev, &k.ifindex, k.name);
+    if (!KERNEL_PTR(dev))
+        dev = 0;
 #endif
-    u64 zero = 0;
-    u64 *v = drop_stats.lookup_or_try_init(&k, &zero);
-    if (v)
-        __sync_fetch_and_add(v, 1);
+#if OFF_DEV_IFINDEX >= 0
+    if (dev)
+        bpf_probe_read_kernel(&ifindex, sizeof(ifindex), (char *)dev + OFF_DEV_IFINDEX);
+#endif
+    k.dev = (u64)dev;
+    struct drop_val *v = drop_stats.lookup(&k);
+    if (!v) {
+        struct drop_val init = {};
+        drop_stats.insert(&k, &init);
+        v = drop_stats.lookup(&k);
+        if (!v)
+            return 0;
+    }
+    if (!v->seen || v->ifindex != ifindex) {
+        v->count = 0;
+        v->ifindex = 0;
+        v->netns = 0;
+        __builtin_memset(v->name, 0, IFNAMSIZ);
+        if (dev)
+            read_dev(dev, &v->ifindex, &v->netns, v->name);
+        v->seen = 1;
+    }
+    v->count++;
     return 0;
 }
 """
@@ -309,8 +380,9 @@ def render(probes: tuple[str, ...], layout: Layout) -> str:
         "NAPI_MAX": NAPI_MAX, "IRQ_MAX": IRQ_MAX, "DROP_MAX": DROP_MAX,
         "NET_TX_SOFTIRQ": NET_TX_SOFTIRQ, "NET_RX_SOFTIRQ": NET_RX_SOFTIRQ,
         "OFF_NAPI_ID": layout.napi_id, "OFF_NAPI_DEV": layout.napi_dev,
-        "OFF_NAPI_IRQ": layout.napi_irq, "OFF_NAPI_INDEX": layout.napi_index,
+        "OFF_NAPI_IRQ": layout.napi_irq,
         "OFF_DEV_IFINDEX": layout.dev_ifindex, "OFF_DEV_NAME": layout.dev_name,
+        "OFF_DEV_NET": layout.dev_net, "OFF_NET_INUM": layout.net_inum,
         "OFF_SKB_DEV": layout.skb_dev, "DROP_REASON_ARG": layout.drop_reason_arg,
         "REASON_NOT_DROPPED": layout.reason_not_dropped,
         "REASON_CONSUMED": layout.reason_consumed,

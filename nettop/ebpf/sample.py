@@ -33,9 +33,9 @@ class NapiCounts:
 
     ifname: str  # "" for a CPU's backlog NAPI (netif_rx, RPS), which has no device
     ifindex: int
-    napi_id: int
+    netns: int  # inode of the device's network namespace (0: no device)
+    napi_id: int  # global; netdev netlink maps queues to it
     irq: int | None  # napi->irq where the driver set it
-    queue: int | None  # napi->index where the driver registered a per-queue config
     cpu: int
     polls: int
     work: int  # packets handled
@@ -63,8 +63,9 @@ class SoftirqCounts:
     vec: str  # "NET_RX" or "NET_TX"
     raised: int
     runs: int
-    run_ns: int
-    waits: int  # runs that had a raise to measure the wait from
+    timed: int  # runs whose run time was measured (all, unless timing was sampled)
+    run_ns: int  # total run time of the timed runs
+    waits: int  # raise -> run waits measured (timing may be sampled)
     wait_ns: int
     wait_hist: tuple[int, ...]  # raise -> run latency
     run_hist: tuple[int, ...]  # run time
@@ -77,6 +78,8 @@ class DropCounts:
     reason: str  # "NO_SOCKET", "QDISC_DROP", ... (SKB_DROP_REASON_ prefix removed)
     code: int
     ifname: str  # skb->dev at the drop; "" when the skb had none
+    ifindex: int
+    netns: int  # inode of skb->dev's network namespace (0: no device)
     location: str  # the function that dropped it ("udp_queue_rcv_one_skb+0x1a4")
     count: int
 
@@ -105,6 +108,7 @@ class EbpfSample:
     cost_note: str = ""  # how run-time statistics were enabled, or why not
     read_cpu_s: float = 0.0  # CPU time take() itself used in this process
     errors: tuple[str, ...] = ()  # one line each: what is off and how to fix it
+    netns_self: int = 0  # inode of nettop's own network namespace, to tell host devices
 
     @property
     def cost_us_per_s(self) -> float:
@@ -114,6 +118,13 @@ class EbpfSample:
 
 def _per_s(n: float, elapsed: float) -> float:
     return n / elapsed if elapsed > 0 else 0.0
+
+
+def device_label(ifname: str, netns: int, netns_self: int) -> str:
+    """"eth0" for a device of nettop's namespace, "eth1@netns:4026532290" otherwise."""
+    if not ifname or netns in (0, netns_self):
+        return ifname
+    return f"{ifname}@netns:{netns}"
 
 
 def napi_mode(polls: int, full: int) -> NapiMode:
@@ -127,18 +138,19 @@ def _us(ns: float | None) -> float | None:
 
 
 def _napi_json(s: EbpfSample) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, int, int], list[NapiCounts]] = defaultdict(list)
+    groups: dict[tuple[str, int, int, int], list[NapiCounts]] = defaultdict(list)
     for n in s.napi:
-        key = (n.ifname, n.napi_id, n.cpu if not n.ifname else -1)
+        key = (n.ifname, n.napi_id, n.netns, n.cpu if not n.ifname else -1)
         groups[key].append(n)
     out = []
-    for (ifname, napi_id, _), rows in sorted(groups.items()):
+    for (ifname, napi_id, netns, _), rows in sorted(groups.items()):
         polls = sum(r.polls for r in rows)
         work = sum(r.work for r in rows)
         full = sum(r.full for r in rows)
         first = rows[0]
         out.append({
-            "ifname": ifname, "napi_id": napi_id, "irq": first.irq, "queue": first.queue,
+            "ifname": ifname, "napi_id": napi_id, "irq": first.irq, "netns": netns,
+            "host_netns": netns in (0, s.netns_self),
             "backlog_cpu": first.cpu if not ifname else None,
             "polls_per_s": _per_s(polls, s.elapsed_s),
             "packets_per_s": _per_s(work, s.elapsed_s),
@@ -176,11 +188,14 @@ def _softirq_json(s: EbpfSample) -> list[dict[str, Any]]:
             "cpu": r.cpu, "vec": r.vec,
             "raised_per_s": _per_s(r.raised, s.elapsed_s),
             "runs_per_s": _per_s(r.runs, s.elapsed_s),
-            "run_us_per_s": _per_s(r.run_ns, s.elapsed_s) / 1000.0,
+            # estimated from the timed runs when timing was sampled
+            "run_us_per_s": _per_s(r.run_ns * r.runs / r.timed if r.timed else 0.0,
+                                   s.elapsed_s) / 1000.0,
+            "timed_share": r.timed / r.runs if r.runs else 1.0,
             "wait_us": {"p50": _us(w50), "p90": _us(w90), "p99": _us(w99),
                         "mean": _us(r.wait_ns / r.waits) if r.waits else None},
             "run_us": {"p50": _us(r50), "p90": _us(r90), "p99": _us(r99),
-                       "mean": _us(r.run_ns / r.runs) if r.runs else None},
+                       "mean": _us(r.run_ns / r.timed) if r.timed else None},
         })
     return out
 
@@ -190,12 +205,13 @@ def _drops_json(s: EbpfSample) -> dict[str, Any]:
     by_dev: dict[str, int] = defaultdict(int)
     for d in s.drops:
         by_reason[d.reason] += d.count
-        by_dev[d.ifname] += d.count
+        by_dev[device_label(d.ifname, d.netns, s.netns_self)] += d.count
     return {
         "per_s": _per_s(sum(d.count for d in s.drops), s.elapsed_s),
         "by_reason": {k: _per_s(v, s.elapsed_s) for k, v in sorted(by_reason.items())},
         "by_device": {k: _per_s(v, s.elapsed_s) for k, v in sorted(by_dev.items())},
         "rows": [{"reason": d.reason, "code": d.code, "ifname": d.ifname,
+                  "netns": d.netns, "host_netns": d.netns in (0, s.netns_self),
                   "location": d.location, "per_s": _per_s(d.count, s.elapsed_s)}
                  for d in sorted(s.drops, key=lambda d: -d.count)],
     }
