@@ -44,7 +44,8 @@ class LiveTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._keys: list[str] = []
         self._cells: dict[str, tuple[Cell, ...]] = {}
-        self._strips: dict[str, Strip] = {}
+        self._strips: dict[str, Strip] = {}  # each row's full-width strip
+        self._final: dict[str, tuple[tuple[int, int, bool], Strip]] = {}  # as last drawn on screen
         self._header: Strip | None = None
         self._styles: dict[str, Style] = {}
         self._widths = {k: w for k, _, w in self.COLUMNS}
@@ -78,7 +79,11 @@ class LiveTable(ScrollView, can_focus=True):
     def _style(self, name: str) -> Style:
         style = self._styles.get(name)
         if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+            if name == "__base__":  # the widget's own colours: computed once per theme
+                style = self.rich_style
+            else:
+                style = self.get_component_rich_style(name, partial=True)
+            self._styles[name] = style
         return style
 
     def cell_style(self, level: str) -> Style:
@@ -88,6 +93,7 @@ class LiveTable(ScrollView, can_focus=True):
         """The theme changed: drop every cached row and draw again with the new styles."""
         self._styles.clear()
         self._strips.clear()
+        self._final.clear()
         self._header = None
         self.refresh()
 
@@ -117,18 +123,24 @@ class LiveTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base = self.rich_style
+        base = self._style("__base__")
         sx, sy = self.scroll_offset
         if y == 0:
-            strip = self._header_strip()
-        else:
-            i = y - 1 + sy
-            if i >= len(self._keys):
-                return Strip.blank(width, base)
-            strip = self._row_strip(self._keys[i])
-            if i == self.cursor and self.has_focus:
-                strip = strip.apply_style(self._style("livetable--cursor"))
-        return strip.crop_extend(sx, sx + width, base).apply_style(base)
+            return self._header_strip().crop_extend(sx, sx + width, base).apply_style(base)
+        i = y - 1 + sy
+        if i >= len(self._keys):
+            return Strip.blank(width, base)
+        key = self._keys[i]
+        cursor = i == self.cursor and self.has_focus
+        cached = self._final.get(key)
+        if cached is not None and cached[0] == (sx, width, cursor):
+            return cached[1]
+        strip = self._row_strip(key)
+        if cursor:
+            strip = strip.apply_style(self._style("livetable--cursor"))
+        strip = strip.crop_extend(sx, sx + width, base).apply_style(base)
+        self._final[key] = ((sx, width, cursor), strip)
+        return strip
 
     def row_keys(self) -> list[str]:
         return list(self._keys)
@@ -143,6 +155,7 @@ class LiveTable(ScrollView, can_focus=True):
         self._widths[column] = width
         self._x = self._offsets()
         self._strips.clear()
+        self._final.clear()
         self._header = None
         self._resize_virtual()
         self.refresh()
@@ -155,10 +168,12 @@ class LiveTable(ScrollView, can_focus=True):
             for gone in set(self._cells) - set(keys):
                 del self._cells[gone]
                 self._strips.pop(gone, None)
+                self._final.pop(gone, None)
             for key, cells in rows:
                 if self._cells.get(key) != cells:
                     self._cells[key] = cells
                     self._strips.pop(key, None)
+                    self._final.pop(key, None)
                     self.cell_updates += len(cells)
             self._keys = keys
             self.cursor = min(self.cursor, max(0, len(keys) - 1))
@@ -172,6 +187,7 @@ class LiveTable(ScrollView, can_focus=True):
                 continue
             self._cells[key] = cells
             self._strips.pop(key, None)
+            self._final.pop(key, None)
             changed = [c for c, before, after in zip(self._columns, old, cells) if before != after]
             self.cell_updates += len(changed)
             y = row + 1 - sy
