@@ -127,7 +127,7 @@ class EbpfProbes:
         text = render(groups, layout_from_btf(btf))
         with _captured_stderr() as err:
             try:
-                bpf = BPF(text=text)
+                bpf = BPF(text=text.encode())
             except Exception as exc:
                 detail = _last_error_line(err.read()) or _one_line(exc)
                 errors.append(f"eBPF probes did not compile: {detail}")
@@ -149,7 +149,7 @@ class EbpfProbes:
             self._readers["drops"] = _hash_reader(lib, bpf, "drop_stats", DROP_KEY, DROP_VAL,
                                                   len(self._possible_cpus))
         if "softirq" in groups:
-            self._readers["softirq"] = PerCpuReader(lib, bpf["sirq"].map_fd, SIRQ_WORDS,
+            self._readers["softirq"] = PerCpuReader(lib, bpf[b"sirq"].map_fd, SIRQ_WORDS,
                                                     self._possible_cpus)
         self.attached = groups
         self._prev = self._read_raw()
@@ -222,7 +222,7 @@ class EbpfProbes:
         mask = sample_mask(busiest)
         if mask != self._mask and self._bpf is not None:
             import ctypes as ct
-            self._bpf["sirq_cfg"][ct.c_int(0)] = ct.c_uint64(mask)
+            self._bpf[b"sirq_cfg"][ct.c_int(0)] = ct.c_uint64(mask)
             self._mask = mask
 
     def _collect_idle(self, cur: dict, prev: dict) -> None:
@@ -345,7 +345,7 @@ def irq_handler_names(irq: int, proc: str = "/proc/irq") -> str:
 
 def _hash_reader(lib, bpf, name: str, kfmt, vfmt, ncpus: int = 0) -> HashReader:
     import ctypes as ct
-    table = bpf[name]
+    table = bpf[name.encode()]
     leaf = getattr(table, "sLeaf", table.Leaf)  # per-CPU tables keep the one-CPU type
     if ct.sizeof(table.Key) != kfmt.size or ct.sizeof(leaf) != vfmt.size:
         raise RuntimeError(f"map {name}: compiled key/value sizes "

@@ -1,0 +1,241 @@
+"""The eBPF probes against the real kernel: veth floods, real drops, eth0's real IRQs.
+
+veth on this kernel does not NAPI-poll by default: with GRO off its xmit hands packets
+to netif_rx and they are polled by the receiving CPU's backlog NAPI (no device). With
+GRO on the receiving end, veth_xmit queues them to that end's own per-queue NAPI, but
+only for skbs that GRO may take: a UDP skb from a sender with TSO on needs UDP GRO
+forwarding too (veth_skb_is_eligible_for_gro). So the flood tests turn on
+`gro` and `rx-udp-gro-forwarding` on the peer (eth1 in the namespace).
+
+Other labs may run at the same time on this host, and they name their peers eth1 too:
+every assertion picks rows by the lab namespace's inode, which the probes report.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+
+import lab as _lab
+from nettop.ebpf import EbpfProbes
+
+pytestmark = [pytest.mark.lab, pytest.mark.live]
+
+_ok, _why = EbpfProbes.available()
+needs_probes = pytest.mark.skipif(not _ok, reason=_why)
+
+
+def _netns_inode(lab: _lab.VethLab) -> int:
+    return os.stat(f"/run/netns/{lab.netns}").st_ino
+
+
+def _napi_on(lab: _lab.VethLab) -> None:
+    lab.ns_run(["ethtool", "-K", lab.peer_if, "gro", "on", "rx-udp-gro-forwarding", "on"])
+
+
+def _quiet(lab: _lab.VethLab) -> None:
+    """Stop IPv6 autoconfiguration (router solicitations, MLD reports) on both ends, the
+    only traffic an unused pair would otherwise carry."""
+    with open(f"/proc/sys/net/ipv6/conf/{lab.host_if}/disable_ipv6", "w") as f:
+        f.write("1")
+    lab.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{lab.peer_if}.disable_ipv6=1"])
+    time.sleep(0.2)
+
+
+def _peer_rx_packets(lab: _lab.VethLab) -> int:
+    out = lab.ns_run(["cat", f"/sys/class/net/{lab.peer_if}/statistics/rx_packets"]).stdout
+    return int(out)
+
+
+def _started(groups: tuple[str, ...]) -> EbpfProbes:
+    probes = EbpfProbes(groups)
+    assert probes.start(), probes.errors
+    assert probes.attached == groups
+    return probes
+
+
+@needs_probes
+def test_udp_flood_shows_napi_polls_and_net_rx_softirq_on_the_cpus_that_poll(veth_lab):
+    # GIVEN a busy lab (NAPI on its peer) and an idle one whose peer is also "eth1"
+    _napi_on(veth_lab)
+    busy_ns = _netns_inode(veth_lab)
+    with _lab.veth_lab() as idle:
+        _napi_on(idle)
+        _quiet(idle)
+        idle_ns = _netns_inode(idle)
+        veth_lab.iperf3_server()
+        probes = _started(("napi", "softirq"))
+        try:
+            probes.take()
+            rx0 = _peer_rx_packets(veth_lab)
+            # WHEN a UDP flood runs through the busy lab
+            cli = veth_lab.iperf3_client(3, extra=["-u", "-b", "0", "-l", "1200"])
+            cli.communicate(timeout=30)
+            rx = _peer_rx_packets(veth_lab) - rx0
+            sample = probes.take()
+        finally:
+            probes.stop()
+    # THEN the busy peer's NAPIs polled about every packet it received
+    busy = [n for n in sample.napi if n.ifname == veth_lab.peer_if and n.netns == busy_ns]
+    work = sum(n.work for n in busy)
+    assert rx > 10000
+    assert 0.9 * rx <= work <= 1.05 * rx + 100, (work, rx)
+    assert all(n.napi_id > 0 and n.budget > 0 for n in busy)
+    assert sum(n.polls for n in busy) > 0
+    # ... the idle lab's NAPIs did not poll at all
+    assert sum(n.polls for n in sample.napi if n.netns == idle_ns) == 0
+    # ... and every CPU that polled the busy NAPIs ran NET_RX, with measured latency
+    polling_cpus = {n.cpu for n in busy if n.polls > 100}
+    assert polling_cpus
+    for cpu in polling_cpus:
+        rx_row = [s for s in sample.softirq if s.cpu == cpu and s.vec == "NET_RX"][0]
+        assert rx_row.runs > 0 and rx_row.raised > 0
+        assert rx_row.waits > 0 and sum(rx_row.wait_hist) == rx_row.waits
+        assert rx_row.timed > 0 and sum(rx_row.run_hist) == rx_row.timed
+        assert rx_row.run_ns > 0
+
+
+@needs_probes
+def test_udp_to_a_closed_port_is_counted_as_no_socket_on_the_peer(veth_lab):
+    lab_ns = _netns_inode(veth_lab)
+    probes = _started(("drops",))
+    try:
+        probes.take()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind((veth_lab.host_ip, 0))
+            for _ in range(200):
+                s.sendto(b"x" * 32, (veth_lab.peer_ip, 9))
+        time.sleep(0.2)
+        sample = probes.take()
+    finally:
+        probes.stop()
+    mine = [d for d in sample.drops if d.netns == lab_ns]
+    no_socket = [d for d in mine if d.reason == "NO_SOCKET"]
+    assert sum(d.count for d in no_socket) == 200, mine
+    assert {d.ifname for d in no_socket} == {veth_lab.peer_if}
+    assert all("udp" in d.location for d in no_socket), no_socket
+    assert all(d.code == 3 for d in no_socket)
+
+
+@needs_probes
+def test_pfifo_limit_1_on_the_host_veth_drops_with_qdisc_drop(veth_lab):
+    # veth stops its tx queue when the peer's NAPI ring is full, so the qdisc queues.
+    _napi_on(veth_lab)
+    _lab.run(["tc", "qdisc", "replace", "dev", veth_lab.host_if, "root", "pfifo", "limit", "1"])
+    veth_lab.iperf3_server()
+    probes = _started(("drops",))
+    try:
+        probes.take()
+        cli = veth_lab.iperf3_client(2, extra=["-u", "-b", "0", "-l", "1200"])
+        cli.communicate(timeout=30)
+        sample = probes.take()
+    finally:
+        probes.stop()
+    tc = _lab.run(["tc", "-s", "-j", "qdisc", "show", "dev", veth_lab.host_if]).stdout
+    import json
+    qdrops = sum(q.get("drops", 0) for q in json.loads(tc))
+    seen = sum(d.count for d in sample.drops
+               if d.reason == "QDISC_DROP" and d.ifname == veth_lab.host_if)
+    assert qdrops > 0
+    assert seen == qdrops, (seen, qdrops)
+
+
+def _eth0_virtio() -> str | None:
+    try:
+        return os.path.basename(os.path.realpath("/sys/class/net/eth0/device"))
+    except OSError:
+        return None
+
+
+def _proc_interrupts() -> dict[int, tuple[int, str]]:
+    out = {}
+    with open("/proc/interrupts") as f:
+        ncpu = len(f.readline().split())
+        for line in f:
+            head, _, rest = line.partition(":")
+            if not head.strip().isdigit():
+                continue
+            fields = rest.split()
+            out[int(head)] = (sum(int(x) for x in fields[:ncpu]), fields[-1] if fields else "")
+    return out
+
+
+@needs_probes
+def test_hardirq_time_is_measured_and_eth0_virtio_irqs_are_reported_when_they_fire():
+    probes = _started(("hardirq",))
+    try:
+        probes.take()
+        before = _proc_interrupts()
+        time.sleep(3)
+        after = _proc_interrupts()
+        sample = probes.take()
+    finally:
+        probes.stop()
+    by_irq: dict[int, tuple[int, int, str]] = {}
+    for r in sample.hardirq:
+        n, ns, _ = by_irq.get(r.irq, (0, 0, ""))
+        by_irq[r.irq] = (n + r.count, ns + r.time_ns, r.name)
+    assert any(ns > 0 for _, ns, _ in by_irq.values()), sample.hardirq
+    # Every IRQ /proc/interrupts saw fire (inside the probes' window) is reported, named.
+    for irq, (total, name) in after.items():
+        rise = total - before.get(irq, (total, ""))[0]
+        if rise > 0:
+            count, ns, pname = by_irq.get(irq, (0, 0, ""))
+            assert count >= rise and ns > 0, (irq, name, rise, count)
+            assert name in pname.split(","), (irq, name, pname)
+    virtio = _eth0_virtio()
+    eth0_irqs = {irq for irq, (_, name) in after.items()
+                 if virtio and name.startswith(f"{virtio}-")}
+    fired = {irq for irq in eth0_irqs if after[irq][0] > before.get(irq, (0, ""))[0]}
+    assert fired <= set(by_irq)
+
+
+def _raw_tp_progs() -> int:
+    n = 0
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as f:
+                if "prog_type:\t17\n" in f.read():  # BPF_PROG_TYPE_RAW_TRACEPOINT
+                    n += 1
+        except OSError:
+            pass
+    return n
+
+
+@needs_probes
+def test_only_enabled_probes_are_loaded_and_stop_unloads_them():
+    base = _raw_tp_progs()
+    probes = _started(("drops",))
+    try:
+        assert _raw_tp_progs() == base + 1
+    finally:
+        probes.stop()
+    assert _raw_tp_progs() == base
+    probes = _started(("softirq", "hardirq"))
+    try:
+        assert _raw_tp_progs() == base + 5
+    finally:
+        probes.stop()
+    assert _raw_tp_progs() == base and not probes.running
+
+
+@needs_probes
+def test_probe_cost_is_measured_and_run_time_statistics_are_restored_after_stop(veth_lab):
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        sysctl_before = f.read()
+    probes = _started(("softirq", "napi"))
+    try:
+        probes.take()
+        veth_lab.ns_run(["ping", "-c", "20", "-i", "0.01", veth_lab.host_ip])
+        sample = probes.take()
+    finally:
+        probes.stop()
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        assert f.read() == sysctl_before
+    by_prog = {c.prog: c for c in sample.cost}
+    assert set(by_prog) == {"napi_poll", "softirq_raise", "softirq_entry", "softirq_exit"}
+    assert by_prog["softirq_entry"].runs > 0 and by_prog["softirq_entry"].run_ns > 0
+    assert sample.cost_us_per_s > 0 and sample.read_cpu_s > 0
