@@ -105,7 +105,7 @@ class NettopApp(App[None]):
         Binding("question_mark", "help", "help", key_display="?", tooltip="this help: every key"),
         Binding("q", "quit", "quit", tooltip="quit nettop"),
         Binding("space,p", "pause", "pause", tooltip="pause / resume sampling (the screen keeps the last sample)"),
-        Binding("plus,equals_sign", "interval(1)", "slower", key_display="+/-",
+        Binding("plus,equals_sign", "interval(1)", "interval", key_display="+/-",
                 tooltip="longer sampling interval (0.1 0.2 0.5 1 2 5 10 30 60 s)"),
         Binding("minus", "interval(-1)", "faster", show=False, tooltip="shorter sampling interval"),
         Binding("i", "interfaces", "ifaces", tooltip="pick the interfaces shown in every panel"),

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Callable, Iterable, Mapping, Protocol
 
+from nettop.sampler import Reader
 from nettop.sysroot import LIVE, SysRoot
 from nettop.timeline import Event, Point, Timeline
 
@@ -101,8 +102,9 @@ class LiveSource:
     """HostReader + Sampler + Timeline on the sampler's own thread."""
 
     def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
-                 interval: float = 1.0, max_points: int = 3600) -> None:
+                 interval: float = 1.0, max_points: int = 3600, reader: Reader | None = None) -> None:
         self.root = root
+        self._given_reader = reader  # else a HostReader is opened on start
         self.ifnames = list(ifnames) if ifnames else None
         self.is_root = os.geteuid() == 0
         self.mode = "live" if root.live and self.is_root else "read-only"
@@ -115,6 +117,7 @@ class LiveSource:
         self._reader = None
         self._wake: Wake | None = None
         self._process = None
+        self._last_error: str | None = None
 
     @property
     def interval(self) -> float:
@@ -137,11 +140,15 @@ class LiveSource:
             self._sampler.paused = value
 
     def start(self, wake: Wake) -> None:
-        from nettop.collect import HostReader
         from nettop.sampler import Sampler
 
         self._wake = wake
-        self._reader = HostReader(self.root, self.ifnames)
+        if self._given_reader is None:
+            from nettop.collect import HostReader
+
+            self._reader = HostReader(self.root, self.ifnames)
+        else:
+            self._reader = self._given_reader
         self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
         self._sampler.paused = self._paused
         self._sampler.start()
@@ -152,7 +159,10 @@ class LiveSource:
             self._wake()
 
     def _on_error(self, exc: BaseException) -> None:
-        self.timeline.add_event(Event(time.time(), "problem", f"sampler: {exc}"))
+        text = f"sampler: {exc}"
+        if text != self._last_error:  # a failure that repeats every tick is one marker
+            self._last_error = text
+            self.timeline.add_event(Event(time.time(), "problem", text))
 
     def take(self) -> Point | None:
         return self._mailbox.take()
@@ -162,7 +172,8 @@ class LiveSource:
             self._sampler.stop()
             self._sampler = None
         if self._reader is not None:
-            self._reader.close()
+            if self._reader is not self._given_reader:
+                self._reader.close()
             self._reader = None
 
     def own_cpu_percent(self) -> float | None:
