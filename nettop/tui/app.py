@@ -134,6 +134,7 @@ class NettopApp(App[None]):
         self.zoomed: str | None = None
         self.latest: Point | None = None
         self.frames = 0  # points drawn: tests check bursts collapse into one frame
+        self._own_cpu: float | None = None
         self._chart_key: tuple | None = None
         self._chart_t: float | None = None
         for theme in load_themes().values():
@@ -183,6 +184,9 @@ class NettopApp(App[None]):
             return
         self.latest = point
         self.frames += 1
+        own = self.source.own_cpu_percent()  # once per sample, so the % covers one interval
+        if own is not None:
+            self._own_cpu = own
         with self.batch_update():
             self._draw(point)
 
@@ -208,13 +212,9 @@ class NettopApp(App[None]):
         point = point or self.latest
         src = self.source
         state = "PAUSED" if src.paused else src.mode
-        own = src.own_cpu_percent() if point is self.latest and point is not None else None
-        if own is not None:
-            self._own_cpu = own
         parts = [f"nettop {state}", f"every {fmt.interval(src.interval)}"]
-        own_cpu = getattr(self, "_own_cpu", None)
-        if own_cpu is not None:
-            parts.append(f"nettop CPU {own_cpu:.1f}%")
+        if self._own_cpu is not None:
+            parts.append(f"nettop CPU {self._own_cpu:.1f}%")
         if point is not None:
             snap = point.snapshot
             stamp = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S")
