@@ -42,24 +42,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--interval", type=_interval, default=1.0, help="sampling interval in seconds (0.1-60, default 1)")
     p.add_argument("--root", type=_root, default=SysRoot("/"), help="read a captured /proc + /sys tree instead of the live kernel")
     p.add_argument("--iface", action="append", default=None, metavar="IFACE", help="only these interfaces (repeatable)")
+    _ping_args(p)
     sub = p.add_subparsers(dest="command")
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
     s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
     s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", help="seconds between the two samples (default 1)")
     s.add_argument("--root", type=_root, default=None, dest="snap_root", help="read a captured /proc + /sys tree")
     s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE")
+    _ping_args(s, prefix="snap_")
     return p
 
 
-def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_json: bool) -> int:
+def _ping_interval(text: str) -> float:
+    from nettop.ping import MAX_INTERVAL_S, MIN_INTERVAL_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"ping interval {text!r} is not a number of seconds") from None
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"ping interval {value:g} s is out of range: use {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} s")
+    return value
+
+
+def _ping_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    p.add_argument("--ping", action="append", default=None, dest=f"{prefix}ping", metavar="HOST",
+                   help="probe latency to HOST (repeatable; tcp://HOST:PORT and udp://HOST:PORT too)")
+    p.add_argument("--ping-interval", type=_ping_interval, default=None, dest=f"{prefix}ping_interval",
+                   metavar="S", help="seconds between probes to each target (0.001-10, default 0.1)")
+
+
+def _prober(targets: list[str] | None, interval: float | None):  # type: ignore[no-untyped-def]
+    if not targets:
+        return None
+    from nettop.ping import Prober
+    return Prober(targets, interval_s=interval or 0.1)
+
+
+def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_json: bool,
+                 ping: list[str] | None = None, ping_interval: float | None = None) -> int:
     from nettop.collect import HostReader
     from nettop.rates import compute_rates
     from nettop.snapshot_json import build_document
 
-    with HostReader(root, ifaces) as reader:
-        first = reader.read()
-        time.sleep(max(0.0, first.t_mono + interval - time.monotonic()))
-        second = reader.read()
+    prober = _prober(ping, ping_interval)
+    if prober is not None:
+        prober.start()
+    try:
+        with HostReader(root, ifaces, prober=prober) as reader:
+            first = reader.read()
+            time.sleep(max(0.0, first.t_mono + interval - time.monotonic()))
+            second = reader.read()
+    finally:
+        if prober is not None:
+            prober.stop()
     if ifaces:
         unknown = [i for i in ifaces if i not in second.links]
         if unknown:
@@ -92,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "snapshot":
             return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
-                                args.snap_iface or args.iface, args.json)
+                                args.snap_iface or args.iface, args.json,
+                                args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval)
         return cmd_live(args.root, args.interval, args.iface)
     except UsageError as exc:
         print(f"nettop: {exc}", file=sys.stderr)

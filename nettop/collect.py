@@ -32,8 +32,9 @@ from nettop.collectors import (
     softirqs,
     softnet,
 )
+from nettop.ping import Prober
 from nettop.problems import Problem
-from nettop.snapshot import DeviceConfig, HostConfig, InterruptTable, Snapshot
+from nettop.snapshot import DeviceConfig, InterruptTable, LinkStats, Snapshot
 from nettop.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
@@ -48,13 +49,14 @@ _NET_IRQ_NAME = re.compile(
 class HostReader:
     """Reads snapshots of one host (live or a captured tree); not thread-safe."""
 
-    def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None) -> None:
+    def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
+                 prober: Prober | None = None) -> None:
         self.root = root
+        self.prober = prober
         self.only = set(ifnames) if ifnames else None
         self._net_irqs: set[int] = set()
-        self._static: dict[tuple[str, int], dict] = {}
-        self._irqbalance_cache = host_config.IrqbalanceCache() if hasattr(
-            host_config, "IrqbalanceCache") else None
+        self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
+        self._irqbalance = host_config.IrqbalanceCache()
         self._nl = None
         self._link_reader = None
         self._ipr = None
@@ -114,6 +116,9 @@ class HostReader:
         if self.only is not None:
             link_map = {k: v for k, v in link_map.items() if k in self.only}
         names = sorted(link_map)
+        live_keys = {(n, link_map[n].ifindex) for n in names}
+        if self._static.keys() - live_keys:  # interfaces gone or re-created: forget them
+            self._static = {k: v for k, v in self._static.items() if k in live_keys}
 
         table = take(interrupts.read_interrupts(root, self._want_irq))
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl))
@@ -136,13 +141,12 @@ class HostReader:
             if name == "lo":
                 continue
             qstats[name] = take(queue_stats.read_queue_stats(root, name, self._nl))
-            devices[name] = self._device_config(name, link_map[name].ifindex, problems)
+            devices[name] = self._device_config(link_map[name], problems)
         qd = take(qdisc.read_qdiscs(root, self._ipr))
         if self.only is not None:
             qd = {k: v for k, v in qd.items() if k in self.only}
         aff = take(irq_affinity.read_irq_affinity(root, sorted(mapped)))
-        hc = take(host_config.read_host_config(root))
-        hc = self._with_irqbalance(hc)
+        hc = take(host_config.read_host_config(root, self._irqbalance))
 
         return Snapshot(
             t_mono=t_mono,
@@ -163,6 +167,7 @@ class HostReader:
             host_config=hc,
             problems=_dedupe(problems),
             read_cpu_s=time.thread_time() - t_cpu,
+            latency=self.prober.take() if self.prober is not None else {},
         )
 
     # --- helpers -----------------------------------------------------------------------
@@ -179,13 +184,14 @@ class HostReader:
         problems.extend(probs)
         return again
 
-    def _device_config(self, name: str, ifindex: int, problems: list[Problem]) -> DeviceConfig:
-        key = (name, ifindex)
-        static = self._static.get(key)
-        if static is None:
-            info, probs = device_info.read_device_info(root=self.root, ifname=name)
+    def _device_config(self, link: LinkStats, problems: list[Problem]) -> DeviceConfig:
+        name = link.name
+        key = (name, link.ifindex)
+        info = self._static.get(key)
+        if info is None:
+            info, probs = device_info.read_device_info(self.root, name)
             problems.extend(probs)
-            static = self._static[key] = _as_dict(info)
+            self._static[key] = info
         qc, p1 = queue_config.read_queue_config(self.root, name)
         bq, p2 = bql.read_bql(self.root, name)
         problems.extend(p1)
@@ -196,24 +202,15 @@ class HostReader:
             problems.extend(p3)
         return DeviceConfig(
             ifname=name,
-            numa_node=static.get("numa_node"),
-            driver=static.get("driver"),
-            bus_info=static.get("bus_info"),
+            numa_node=info.numa_node,
+            driver=info.driver or link.driver,
+            bus_info=info.bus_info,
             queues=qc,
             bql=bq,
             coalesce=coalesce,
             rings=rings,
             channels=channels,
         )
-
-    def _with_irqbalance(self, hc: HostConfig) -> HostConfig:
-        if self._irqbalance_cache is None:
-            return hc
-        running = self._irqbalance_cache.running(self.root)
-        if running == hc.irqbalance_running:
-            return hc
-        from dataclasses import replace
-        return replace(hc, irqbalance_running=running)
 
     def _read_host(self) -> str:
         if self.root.live:
@@ -228,15 +225,6 @@ class HostReader:
             return self.root.read_line("proc/sys/kernel/osrelease")
         except OSError:
             return platform.release() if self.root.live else "unknown"
-
-
-def _as_dict(info: object) -> dict:
-    if isinstance(info, dict):
-        return info
-    from dataclasses import asdict, is_dataclass
-    if is_dataclass(info):
-        return asdict(info)  # type: ignore[arg-type]
-    return {}
 
 
 def _unpack_ethtool(result: object) -> tuple:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from nettop.ping.stats import LatencyStats
 from nettop.problems import Problem
 
 EMPTY: Mapping = {}
@@ -263,3 +264,5 @@ class Snapshot:
     host_config: HostConfig = field(default_factory=HostConfig)
     problems: tuple[Problem, ...] = ()
     read_cpu_s: float = 0.0  # CPU time this process spent taking the snapshot
+    # Probe results decided since the previous snapshot, keyed by target as given.
+    latency: Mapping[str, LatencyStats] = field(default_factory=dict)

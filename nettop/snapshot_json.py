@@ -10,6 +10,7 @@ import datetime as _dt
 from typing import Any
 
 from nettop.collectors.cpus import format_cpu_list
+from nettop.ping.stats import to_json
 from nettop.rates import LinkRates, QdiscRates, Rates
 from nettop.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot
 
@@ -44,7 +45,9 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
             "sampler_cpu_ms_per_tick": round(1000 * cur.read_cpu_s, 3),
             "sampler_cpu_pct": _r(rates.sampler_cpu_pct),
         },
-        "problems": [p.message for p in cur.problems],
+        "latency": {target: to_json(stats) for target, stats in cur.latency.items()},
+        "problems": [p.message for p in cur.problems]
+        + [f"ping {t}: {s.error}" for t, s in cur.latency.items() if s.error],
     }
     return doc
 
