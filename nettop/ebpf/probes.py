@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
+import ctypes as ct
 import os
 import tempfile
 import threading
 import time
-from collections import defaultdict
 from typing import Iterator
 
 from nettop.ebpf import preflight
-from nettop.ebpf.cost import ProgRun, RunTimeStats, read_prog_run
-from nettop.ebpf.hist import diff
+from nettop.ebpf.cost import RunTimeStats, read_prog_run
+from nettop.ebpf.deltas import (TIMED_PER_S, cost_rows, drop_rows, hardirq_rows, hash_reader,
+                                irq_handler_names, napi_rows, own_netns, sample_mask,
+                                softirq_rows)
+from nettop.ebpf.duty import Window, duty_for, events_in
 from nettop.ebpf.maps import (DROP_KEY, DROP_VAL, IRQ_KEY, IRQ_VAL, NAPI_KEY, NAPI_VAL,
-                              SIRQ_WORDS, HashReader, PerCpuReader, decode_sirq, ifname)
+                              SIRQ_WORDS, HashReader, PerCpuReader)
 from nettop.ebpf.program import PROBES, function_name, layout_from_btf, render
-from nettop.ebpf.sample import (DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost,
-                                SoftirqCounts)
+from nettop.ebpf.sample import EbpfSample, SoftirqCounts
 
-_VECS = ("NET_TX", "NET_RX")
-# Softirq runs timed per second and CPU before timing is sampled: enough for p99 in one
-# interval, few enough that the clock reads cost little on a packet flood.
-TIMED_PER_S = 10000
 _REASON_PREFIX = "SKB_DROP_REASON_"
+__all__ = ["EbpfProbes", "TIMED_PER_S"]
 
 
 class EbpfProbes:
@@ -59,6 +59,10 @@ class EbpfProbes:
         self._netns_self = own_netns()
         self._possible_cpus: list[int] = []
         self._mask = 0
+        self.duty = 1  # probes attached 1/duty of each interval (see duty.py)
+        self._window = Window()
+        self._timer: threading.Timer | None = None
+        self._tracepoints: list[tuple[str, str]] = []  # (tracepoint name, function)
 
     # --- availability ---------------------------------------------------------------
 
@@ -133,20 +137,19 @@ class EbpfProbes:
                 errors.append(f"eBPF probes did not compile: {detail}")
                 return False
         self._bpf = bpf
-        for group in groups:
-            for tp in self.PROBES[group]:
-                name = tp.partition(":")[2]
-                bpf.attach_raw_tracepoint(tp=name.encode(), fn_name=function_name(tp).encode())
-                self._progs[name] = bpf.funcs[function_name(tp).encode()].fd
+        self._tracepoints = [(tp.partition(":")[2], function_name(tp))
+                             for group in groups for tp in self.PROBES[group]]
+        self._attach()
+        self._progs = {name: bpf.funcs[fn.encode()].fd for name, fn in self._tracepoints}
         if self.measure_cost and not self._stats.enable():
             errors.append(self._stats.note)
         if "napi" in groups:
-            self._readers["napi"] = _hash_reader(lib, bpf, "napi_stats", NAPI_KEY, NAPI_VAL,
+            self._readers["napi"] = hash_reader(lib, bpf, "napi_stats", NAPI_KEY, NAPI_VAL,
                                                  len(self._possible_cpus))
         if "hardirq" in groups:
-            self._readers["hardirq"] = _hash_reader(lib, bpf, "irq_stats", IRQ_KEY, IRQ_VAL)
+            self._readers["hardirq"] = hash_reader(lib, bpf, "irq_stats", IRQ_KEY, IRQ_VAL)
         if "drops" in groups:
-            self._readers["drops"] = _hash_reader(lib, bpf, "drop_stats", DROP_KEY, DROP_VAL,
+            self._readers["drops"] = hash_reader(lib, bpf, "drop_stats", DROP_KEY, DROP_VAL,
                                                   len(self._possible_cpus))
         if "softirq" in groups:
             self._readers["softirq"] = PerCpuReader(lib, bpf[b"sirq"].map_fd, SIRQ_WORDS,
@@ -154,7 +157,64 @@ class EbpfProbes:
         self.attached = groups
         self._prev = self._read_raw()
         self._t_prev = time.monotonic()
+        self._window = Window()
+        self._window.opened(self._t_prev)
         return True
+
+    def _attach(self) -> None:
+        bpf = self._bpf
+        for name, fn in self._tracepoints:
+            if name.encode() not in bpf.raw_tracepoint_fds:
+                bpf.attach_raw_tracepoint(tp=name.encode(), fn_name=fn.encode())
+
+    def _detach(self) -> None:
+        bpf = self._bpf
+        for name, _ in self._tracepoints:
+            if name.encode() in bpf.raw_tracepoint_fds:
+                bpf.detach_raw_tracepoint(tp=name.encode())
+
+    def _forget_pending(self) -> None:
+        """Clear the per-CPU start times of IRQs and softirqs that were in flight when
+        the probes were detached, so no wait or run spans a detached gap."""
+        from bcc.libbcc import lib
+        for group, table, words, keep in (("softirq", b"sirq", SIRQ_WORDS, 4),
+                                          ("hardirq", b"irq_start", 2, 2)):
+            if group not in self.attached:
+                continue
+            fd = self._bpf[table].map_fd
+            n = max(1, len(self._possible_cpus))
+            buf = (ct.c_uint64 * (words * n))()
+            key = ct.c_uint32(0)
+            if lib.bpf_lookup_elem(fd, ct.byref(key), buf) != 0:
+                continue
+            for cpu in range(n):
+                for w in range(keep):  # the timestamps lead each record
+                    buf[cpu * words + w] = 0
+            lib.bpf_update_elem(fd, ct.byref(key), buf, 0)
+
+    def _detach_for_duty(self) -> None:
+        """Timer callback: end this interval's attached window."""
+        with self._lock:
+            if self._bpf is not None and self._window.open:
+                self._detach()
+                self._window.closed(time.monotonic())
+
+    def _plan_next_interval(self, sample: EbpfSample, now: float) -> None:
+        """Pick the duty from this interval's event rate and open the next window."""
+        if sample.window_s > 0:
+            self.duty = duty_for(events_in(sample) / sample.window_s)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._window.open:
+            self._forget_pending()
+            self._attach()
+            self._window.opened(now)
+        if self.duty > 1:
+            self._timer = threading.Timer(max(sample.elapsed_s, 0.05) / self.duty,
+                                          self._detach_for_duty)
+            self._timer.daemon = True
+            self._timer.start()
 
     def stop(self) -> None:
         """Detach and unload every probe and turn run-time statistics back off."""
@@ -162,6 +222,10 @@ class EbpfProbes:
             self._teardown()
 
     def _teardown(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.duty = 1
         bpf, self._bpf = self._bpf, None
         if bpf is not None:
             bpf.cleanup()
@@ -196,32 +260,34 @@ class EbpfProbes:
                 return EbpfSample(elapsed_s=elapsed, probes=self.attached,
                                   errors=tuple(errors))
             prev, self._prev, self._t_prev = self._prev, cur, now
+            window = self._window.take(now)
             self._collect_idle(cur, prev)
-            softirq = _softirq(cur.get("softirq"), prev.get("softirq"),
-                               self._readers.get("softirq"))
+            softirq = softirq_rows(cur.get("softirq"), prev.get("softirq"),
+                                   self._readers.get("softirq"))
             if softirq:
-                self._set_sample_mask(softirq, elapsed)
+                self._set_sample_mask(softirq, window)
+            cpus = self._possible_cpus
             sample = EbpfSample(
-                elapsed_s=elapsed, probes=self.attached,
-                napi=self._napi(cur.get("napi"), prev.get("napi")),
-                hardirq=self._hardirq(cur.get("hardirq"), prev.get("hardirq")),
+                elapsed_s=elapsed, window_s=window, duty=self.duty, probes=self.attached,
+                napi=napi_rows(cur.get("napi"), prev.get("napi"), cpus),
+                hardirq=hardirq_rows(cur.get("hardirq"), prev.get("hardirq"), self._irq_name),
                 softirq=softirq,
-                drops=self._drops(cur.get("drops"), prev.get("drops")),
-                cost=_cost(cur["cost"], prev.get("cost")),  # type: ignore[arg-type]
+                drops=drop_rows(cur.get("drops"), prev.get("drops"), cpus, self._reason,
+                                self._ksym),
+                cost=cost_rows(cur["cost"], prev.get("cost")),  # type: ignore[arg-type]
                 cost_note=self._stats.note,
-                read_cpu_s=time.thread_time() - cpu0,
                 errors=tuple(errors),
                 netns_self=self._netns_self,
             )
-            return sample
+            self._plan_next_interval(sample, now)
+            return dataclasses.replace(sample, read_cpu_s=time.thread_time() - cpu0)
 
-    def _set_sample_mask(self, rows: tuple[SoftirqCounts, ...], elapsed: float) -> None:
+    def _set_sample_mask(self, rows: tuple[SoftirqCounts, ...], window: float) -> None:
         """Time at most about TIMED_PER_S softirq runs per CPU and second (see
         program.py): the busiest CPU of this interval sets the rate for the next."""
-        busiest = max((r.runs + r.raised) / 2 for r in rows) / max(elapsed, 1e-3)
+        busiest = max((r.runs + r.raised) / 2 for r in rows) / max(window, 1e-3)
         mask = sample_mask(busiest)
         if mask != self._mask and self._bpf is not None:
-            import ctypes as ct
             self._bpf[b"sirq_cfg"][ct.c_int(0)] = ct.c_uint64(mask)
             self._mask = mask
 
@@ -241,56 +307,6 @@ class EbpfProbes:
             reader.delete(idle)
             gone = set(idle)
             cur[group] = [(k, v) for k, v in rows if k not in gone]
-
-    def _napi(self, cur, prev) -> tuple[NapiCounts, ...]:
-        if cur is None:
-            return ()
-        cpus = self._possible_cpus
-        before = _napi_flat(prev or (), cpus)
-        out = []
-        for (ptr, cpu, napi_id), val in _napi_flat(cur, cpus).items():
-            polls, work, full, empty, budget, _, ifindex, irq, netns, _, name = val
-            old = before.get((ptr, cpu, napi_id))
-            if old is not None and old[0] <= polls:
-                polls, work = polls - old[0], work - old[1]
-                full, empty = full - old[2], empty - old[3]
-            dev = ifname(name)
-            out.append(NapiCounts(
-                ifname=dev, ifindex=ifindex, netns=netns, napi_id=napi_id,
-                irq=irq if dev and irq >= 0 else None, cpu=cpu,
-                polls=polls, work=work, full=full, empty=empty, budget=budget))
-        return tuple(out)
-
-    def _hardirq(self, cur, prev) -> tuple[IrqCounts, ...]:
-        if cur is None:
-            return ()
-        before = dict(prev or ())
-        out = []
-        for key, val in cur:
-            old = before.get(key, (0, 0))
-            if val[0] == old[0]:
-                continue
-            out.append(IrqCounts(irq=key[0], name=self._irq_name(key[0]), cpu=key[1],
-                                 count=val[0] - old[0], time_ns=val[1] - old[1]))
-        return tuple(out)
-
-    def _drops(self, cur, prev) -> tuple[DropCounts, ...]:
-        if cur is None:
-            return ()
-        cpus = self._possible_cpus
-        before = _drops_flat(prev or (), cpus)
-        sums: dict[tuple[int, str, int, int, int], int] = defaultdict(int)
-        for key, val in _drops_flat(cur, cpus).items():
-            count, ifindex, netns, _, _, name = val
-            old = before.get(key)
-            n = count - old[0] if old is not None and old[0] <= count else count
-            if n > 0:
-                reason, _dev, location, _cpu, _ = key
-                sums[(reason, ifname(name), ifindex, netns, location)] += n
-        return tuple(
-            DropCounts(reason=self._reason(reason), code=reason, ifname=dev, ifindex=ifindex,
-                       netns=netns, location=self._ksym(location), count=n)
-            for (reason, dev, ifindex, netns, location), n in sums.items())
 
     def _reason(self, code: int) -> str:
         name = self._reasons.get(code)
@@ -314,95 +330,6 @@ class EbpfProbes:
             sym = BPF.ksym(addr, show_offset=True).decode("ascii", "replace")
             self._ksyms[addr] = sym
         return sym
-
-
-def sample_mask(runs_per_s: float) -> int:
-    """Mask for the softirq probes: time 1 in (mask + 1) raises and runs, so about
-    TIMED_PER_S are timed per second on the busiest CPU (0: time every one)."""
-    mask = 0
-    while runs_per_s > TIMED_PER_S * (mask + 1) and mask < 1023:
-        mask = mask * 2 + 1
-    return mask
-
-
-def own_netns() -> int:
-    """Inode of this process's network namespace (what the probes report per device)."""
-    try:
-        return os.stat("/proc/self/ns/net").st_ino
-    except OSError:
-        return 0
-
-
-def irq_handler_names(irq: int, proc: str = "/proc/irq") -> str:
-    """Handler names of `irq` from the directories /proc/irq/N/ holds, one per action."""
-    try:
-        with os.scandir(f"{proc}/{irq}") as it:
-            names = sorted(e.name for e in it if e.is_dir())
-    except OSError:
-        return ""
-    return ",".join(names)
-
-
-def _hash_reader(lib, bpf, name: str, kfmt, vfmt, ncpus: int = 0) -> HashReader:
-    import ctypes as ct
-    table = bpf[name.encode()]
-    leaf = getattr(table, "sLeaf", table.Leaf)  # per-CPU tables keep the one-CPU type
-    if ct.sizeof(table.Key) != kfmt.size or ct.sizeof(leaf) != vfmt.size:
-        raise RuntimeError(f"map {name}: compiled key/value sizes "
-                           f"{ct.sizeof(table.Key)}/{ct.sizeof(leaf)} differ from "
-                           f"the reader's {kfmt.size}/{vfmt.size}")
-    return HashReader(lib, table.map_fd, kfmt, vfmt, table.max_entries, ncpus)
-
-
-def _napi_flat(rows, cpus: list[int]) -> dict[tuple[int, int, int], tuple]:
-    """{(napi address, cpu, napi_id): value} for the CPUs that polled each NAPI."""
-    out = {}
-    for (ptr,), per_cpu in rows:
-        for idx, val in enumerate(per_cpu):
-            if val[9]:  # seen: this CPU has polled it
-                out[(ptr, cpus[idx] if idx < len(cpus) else idx, val[5])] = val
-    return out
-
-
-def _drops_flat(rows, cpus: list[int]) -> dict[tuple[int, int, int, int, int], tuple]:
-    """{(reason, device address, location, cpu, ifindex): value} per CPU that dropped."""
-    out = {}
-    for (reason, _, dev, location), per_cpu in rows:
-        for idx, val in enumerate(per_cpu):
-            if val[3]:  # seen
-                cpu = cpus[idx] if idx < len(cpus) else idx
-                out[(reason, dev, location, cpu, val[1])] = val
-    return out
-
-
-def _softirq(cur, prev, reader) -> tuple[SoftirqCounts, ...]:
-    if not cur or reader is None:
-        return ()
-    now = decode_sirq(cur, reader.cpus)
-    before = decode_sirq(prev, reader.cpus) if prev else {}
-    out = []
-    for cpu, rec in now.items():
-        old = before.get(cpu)
-        for i, vec in enumerate(_VECS):
-            def d(field: str) -> int:
-                return rec[field][i] - (old[field][i] if old else 0)
-            out.append(SoftirqCounts(
-                cpu=cpu, vec=vec, raised=d("raised"), runs=d("runs"), timed=d("timed"),
-                run_ns=d("run_ns"), waits=d("waits"), wait_ns=d("wait_ns"),
-                wait_hist=diff(rec["wait_hist"][i], old["wait_hist"][i] if old else None),
-                run_hist=diff(rec["run_hist"][i], old["run_hist"][i] if old else None)))
-    return tuple(out)
-
-
-def _cost(cur: dict[str, ProgRun], prev: dict[str, ProgRun] | None) -> tuple[ProbeCost, ...]:
-    prev = prev or {}
-    out = []
-    for tp, run in cur.items():
-        old = prev.get(tp, ProgRun())
-        out.append(ProbeCost(prog=tp, run_ns=run.run_time_ns - old.run_time_ns,
-                             runs=run.run_cnt - old.run_cnt,
-                             missed=run.recursion_misses - old.recursion_misses))
-    return tuple(out)
 
 
 def _one_line(exc: BaseException) -> str:

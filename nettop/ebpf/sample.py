@@ -99,6 +99,11 @@ class EbpfSample:
     """Counts since the previous take(), over `elapsed_s` seconds."""
 
     elapsed_s: float
+    # Seconds the probes were attached within elapsed_s: equal to it unless the event
+    # rate made them attach for 1/duty of each interval only (see duty.py). Event
+    # counts cover window_s; the probes' CPU cost covers elapsed_s.
+    window_s: float = 0.0
+    duty: int = 1
     probes: tuple[str, ...] = ()  # probe groups that were attached
     napi: tuple[NapiCounts, ...] = ()
     hardirq: tuple[IrqCounts, ...] = ()
@@ -118,6 +123,11 @@ class EbpfSample:
 
 def _per_s(n: float, elapsed: float) -> float:
     return n / elapsed if elapsed > 0 else 0.0
+
+
+def _span(s: EbpfSample) -> float:
+    """Seconds the event counts cover."""
+    return s.window_s if s.window_s > 0 else s.elapsed_s
 
 
 def device_label(ifname: str, netns: int, netns_self: int) -> str:
@@ -152,14 +162,14 @@ def _napi_json(s: EbpfSample) -> list[dict[str, Any]]:
             "ifname": ifname, "napi_id": napi_id, "irq": first.irq, "netns": netns,
             "host_netns": netns in (0, s.netns_self),
             "backlog_cpu": first.cpu if not ifname else None,
-            "polls_per_s": _per_s(polls, s.elapsed_s),
-            "packets_per_s": _per_s(work, s.elapsed_s),
+            "polls_per_s": _per_s(polls, _span(s)),
+            "packets_per_s": _per_s(work, _span(s)),
             "packets_per_poll": work / polls if polls else 0.0,
             "full_budget_share": full / polls if polls else 0.0,
             "empty_share": sum(r.empty for r in rows) / polls if polls else 0.0,
             "budget": max(r.budget for r in rows),
             "mode": napi_mode(polls, full).value,
-            "cpus": {str(r.cpu): _per_s(r.polls, s.elapsed_s) for r in rows},
+            "cpus": {str(r.cpu): _per_s(r.polls, _span(s)) for r in rows},
         })
     return out
 
@@ -172,9 +182,9 @@ def _hardirq_json(s: EbpfSample) -> list[dict[str, Any]]:
     for irq, rows in sorted(groups.items()):
         out.append({
             "irq": irq, "name": rows[0].name,
-            "count_per_s": _per_s(sum(r.count for r in rows), s.elapsed_s),
-            "us_per_s": _per_s(sum(r.time_ns for r in rows), s.elapsed_s) / 1000.0,
-            "cpus": {str(r.cpu): _per_s(r.time_ns, s.elapsed_s) / 1000.0 for r in rows},
+            "count_per_s": _per_s(sum(r.count for r in rows), _span(s)),
+            "us_per_s": _per_s(sum(r.time_ns for r in rows), _span(s)) / 1000.0,
+            "cpus": {str(r.cpu): _per_s(r.time_ns, _span(s)) / 1000.0 for r in rows},
         })
     return out
 
@@ -186,11 +196,11 @@ def _softirq_json(s: EbpfSample) -> list[dict[str, Any]]:
         r50, r90, r99 = percentiles(r.run_hist)
         out.append({
             "cpu": r.cpu, "vec": r.vec,
-            "raised_per_s": _per_s(r.raised, s.elapsed_s),
-            "runs_per_s": _per_s(r.runs, s.elapsed_s),
+            "raised_per_s": _per_s(r.raised, _span(s)),
+            "runs_per_s": _per_s(r.runs, _span(s)),
             # estimated from the timed runs when timing was sampled
             "run_us_per_s": _per_s(r.run_ns * r.runs / r.timed if r.timed else 0.0,
-                                   s.elapsed_s) / 1000.0,
+                                   _span(s)) / 1000.0,
             "timed_share": r.timed / r.runs if r.runs else 1.0,
             "wait_us": {"p50": _us(w50), "p90": _us(w90), "p99": _us(w99),
                         "mean": _us(r.wait_ns / r.waits) if r.waits else None},
@@ -207,12 +217,12 @@ def _drops_json(s: EbpfSample) -> dict[str, Any]:
         by_reason[d.reason] += d.count
         by_dev[device_label(d.ifname, d.netns, s.netns_self)] += d.count
     return {
-        "per_s": _per_s(sum(d.count for d in s.drops), s.elapsed_s),
-        "by_reason": {k: _per_s(v, s.elapsed_s) for k, v in sorted(by_reason.items())},
-        "by_device": {k: _per_s(v, s.elapsed_s) for k, v in sorted(by_dev.items())},
+        "per_s": _per_s(sum(d.count for d in s.drops), _span(s)),
+        "by_reason": {k: _per_s(v, _span(s)) for k, v in sorted(by_reason.items())},
+        "by_device": {k: _per_s(v, _span(s)) for k, v in sorted(by_dev.items())},
         "rows": [{"reason": d.reason, "code": d.code, "ifname": d.ifname,
                   "netns": d.netns, "host_netns": d.netns in (0, s.netns_self),
-                  "location": d.location, "per_s": _per_s(d.count, s.elapsed_s)}
+                  "location": d.location, "per_s": _per_s(d.count, _span(s))}
                  for d in sorted(s.drops, key=lambda d: -d.count)],
     }
 
@@ -221,6 +231,8 @@ def to_json(sample: EbpfSample) -> dict[str, Any]:
     """The sample as plain JSON values, every count turned into a per-second rate."""
     return {
         "elapsed_s": sample.elapsed_s,
+        "window_s": _span(sample),
+        "duty": sample.duty,
         "probes": list(sample.probes),
         "napi": _napi_json(sample),
         "hardirq": _hardirq_json(sample),
