@@ -243,3 +243,33 @@ def test_probe_cost_is_measured_and_run_time_statistics_are_restored_after_stop(
     assert set(by_prog) == {"napi_poll", "softirq_raise", "softirq_entry", "softirq_exit"}
     assert by_prog["softirq_entry"].runs > 0 and by_prog["softirq_entry"].run_ns > 0
     assert sample.cost_us_per_s > 0 and sample.read_cpu_s > 0
+
+
+@needs_probes
+def test_a_flood_makes_the_probes_attach_part_time_and_rates_stay_estimated(veth_lab):
+    # GIVEN a flood of several hundred thousand probe runs per second (a NET_RX raise,
+    # entry, exit and NAPI poll per packet)
+    _napi_on(veth_lab)
+    lab_ns = _netns_inode(veth_lab)
+    veth_lab.iperf3_server()
+    probes = _started(("napi", "softirq"))
+    samples = []
+    try:
+        probes.take()
+        cli = veth_lab.iperf3_client(5, extra=["-u", "-b", "0", "-l", "1200"])
+        time.sleep(1.5)  # one fully attached interval decides the duty
+        probes.take()
+        for _ in range(2):
+            rx0 = _peer_rx_packets(veth_lab)
+            time.sleep(1.0)
+            samples.append((probes.take(), _peer_rx_packets(veth_lab) - rx0))
+        cli.communicate(timeout=30)
+    finally:
+        probes.stop()
+    for sample, rx in samples:
+        # THEN the probes were attached only part of each interval
+        assert sample.duty > 1 and 0 < sample.window_s < 0.75 * sample.elapsed_s, sample
+        # ... and scaling by the attached window still estimates the packet rate
+        est = sum(n.work for n in sample.napi if n.netns == lab_ns) / sample.window_s
+        actual = rx / sample.elapsed_s
+        assert 0.5 * actual <= est <= 1.6 * actual, (est, actual)

@@ -19,7 +19,8 @@ from nettop.ebpf.hist import diff, percentile, percentiles, slot_bounds
 from nettop.ebpf.maps import (DROP_KEY, DROP_VAL, NAPI_KEY, NAPI_VAL, SIRQ_WORDS,
                               decode_pairs, decode_percpu_pairs, decode_sirq, ifname)
 from nettop.ebpf.preflight import headers_problem, parse_cap_eff
-from nettop.ebpf.probes import irq_handler_names, sample_mask
+from nettop.ebpf.deltas import drop_rows, hardirq_rows, irq_handler_names, napi_rows, sample_mask
+from nettop.ebpf.duty import Window, duty_for, events_in
 from nettop.ebpf.program import (EXPECTED_ARGS, HIST_SLOTS, PROBES, layout_from_btf,
                                  render, signature_problem)
 from nettop.ebpf.sample import (DropCounts, EbpfSample, IrqCounts, NapiCounts, NapiMode,
@@ -262,3 +263,55 @@ def test_napi_mode_splits_interrupt_from_polling():
 def test_sample_with_no_time_gives_zero_rates_not_errors():
     j = to_json(EbpfSample(elapsed_s=0.0, errors=("needs root",)))
     assert j["napi"] == [] and j["drops"]["per_s"] == 0.0 and j["errors"] == ["needs root"]
+
+
+# --- duty cycling and interval deltas ---------------------------------------------------
+
+def test_duty_halves_attached_time_per_doubling_of_the_event_rate_over_budget():
+    assert duty_for(0) == 1 and duty_for(100_000) == 1
+    assert duty_for(100_001) == 2 and duty_for(800_000) == 8 and duty_for(850_000) == 16
+    assert duty_for(1e12) == 32
+
+
+def test_events_in_counts_probe_runs_behind_a_sample():
+    s = _sample()
+    # napi polls 200, softirq raised 20 + 2 x 20 runs, hardirq 2 x 200, drops 10
+    assert events_in(s) == 200 + 60 + 400 + 10
+
+
+def test_window_accumulates_attached_time_between_takes():
+    w = Window()
+    w.opened(10.0)
+    w.closed(10.25)
+    assert not w.open and w.take(11.0) == 0.25
+    w.opened(11.0)
+    assert w.take(12.0) == 1.0 and w.open and w.take(12.5) == 0.5
+
+
+def test_napi_rows_restart_when_an_address_gets_a_new_napi_id():
+    cpus = [0, 1]
+    zero = NAPI_VAL.unpack(bytes(NAPI_VAL.size))
+    def val(polls, napi_id, name):
+        return (polls, polls * 2, 0, 0, 64, napi_id, 3, -1, 99, 1, name)
+    prev = [((0xA,), [val(100, 7, b"eth1"), zero])]
+    cur = [((0xA,), [val(150, 7, b"eth1"), val(5, 8, b"eth2")])]
+    rows = {(r.cpu, r.napi_id): r for r in napi_rows(cur, prev, cpus)}
+    assert rows[(0, 7)].polls == 50 and rows[(0, 7)].work == 100
+    assert rows[(1, 8)].polls == 5 and rows[(1, 8)].ifname == "eth2"  # new: counted whole
+    restarted = [((0xA,), [val(3, 9, b"eth3"), zero])]
+    assert [r.polls for r in napi_rows(restarted, cur, cpus)] == [3]
+
+
+def test_drop_and_irq_deltas_sum_cpus_and_skip_quiet_rows():
+    cpus = [0, 1]
+    prev = [((3, 0, 0xD, 0x10), [(5, 2, 99, 1, 0, b"eth1"), (0, 0, 0, 0, 0, b"")])]
+    cur = [((3, 0, 0xD, 0x10), [(9, 2, 99, 1, 0, b"eth1"), (6, 2, 99, 1, 0, b"eth1")]),
+           ((37, 0, 0xE, 0x20), [(0, 0, 0, 0, 0, b""), (0, 0, 0, 0, 0, b"")])]
+    rows = drop_rows(cur, prev, cpus, lambda c: {3: "NO_SOCKET"}.get(c, str(c)),
+                     lambda a: f"fn+{a:#x}")
+    assert [(d.reason, d.ifname, d.netns, d.location, d.count) for d in rows] == \
+        [("NO_SOCKET", "eth1", 99, "fn+0x10", 10)]
+    irqs = hardirq_rows([((38, 1), (7, 700)), ((40, 0), (2, 20))],
+                        [((38, 1), (5, 500)), ((40, 0), (2, 20))], lambda i: f"irq{i}")
+    assert [(r.irq, r.cpu, r.count, r.time_ns, r.name) for r in irqs] == \
+        [(38, 1, 2, 200, "irq38")]

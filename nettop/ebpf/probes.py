@@ -202,7 +202,9 @@ class EbpfProbes:
     def _plan_next_interval(self, sample: EbpfSample, now: float) -> None:
         """Pick the duty from this interval's event rate and open the next window."""
         if sample.window_s > 0:
-            self.duty = duty_for(events_in(sample) / sample.window_s)
+            # Step down by halves only, so a flood with short pauses does not bring
+            # back a fully attached interval each time it resumes.
+            self.duty = max(duty_for(events_in(sample) / sample.window_s), self.duty // 2)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
