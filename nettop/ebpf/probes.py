@@ -23,7 +23,7 @@ from typing import Iterator
 
 from nettop.ebpf import preflight
 from nettop.ebpf.cost import RunTimeStats, read_prog_run
-from nettop.ebpf.deltas import (TIMED_PER_S, cost_rows, drop_rows, hardirq_rows, hash_reader,
+from nettop.ebpf.deltas import (cost_rows, drop_rows, hardirq_rows, hash_reader,
                                 irq_handler_names, napi_rows, own_netns, sample_mask,
                                 softirq_rows)
 from nettop.ebpf.duty import Window, duty_for, events_in
@@ -33,7 +33,7 @@ from nettop.ebpf.program import PROBES, function_name, layout_from_btf, render
 from nettop.ebpf.sample import EbpfSample, SoftirqCounts
 
 _REASON_PREFIX = "SKB_DROP_REASON_"
-__all__ = ["EbpfProbes", "TIMED_PER_S"]
+__all__ = ["EbpfProbes"]
 
 
 class EbpfProbes:
@@ -63,6 +63,7 @@ class EbpfProbes:
         self._window = Window()
         self._timer: threading.Timer | None = None
         self._tracepoints: list[tuple[str, str]] = []  # (tracepoint name, function)
+        self._starting = False
 
     # --- availability ---------------------------------------------------------------
 
@@ -90,44 +91,57 @@ class EbpfProbes:
     # --- lifecycle --------------------------------------------------------------------
 
     def start(self) -> bool:
-        """Compile and attach the enabled probes; False (and `errors` set) on failure."""
-        with self._lock:
-            if self._bpf is not None:
-                return True
-            errors: list[str] = []
-            try:
-                ok = self._start(errors)
-            except Exception as exc:  # bcc raises bare Exceptions for attach failures
-                errors.append(f"eBPF probes failed to start: {_one_line(exc)}")
-                self._teardown()
-                ok = False
-            self.errors = tuple(errors)
-            return ok
+        """Compile and attach the enabled probes; False (and `errors` set) on failure.
 
-    def _start(self, errors: list[str]) -> bool:
+        The compile (the slow part) runs without holding the lock, so take() from a
+        sampler thread meanwhile returns at once ("starting") instead of waiting."""
+        with self._lock:
+            if self._bpf is not None or self._starting:
+                return self._bpf is not None
+            self._starting = True
+        errors: list[str] = []
+        bpf = None
+        try:
+            built = self._build(errors)
+            if built is not None:
+                bpf, groups = built
+                with self._lock:
+                    self._install(bpf, groups, errors)
+        except Exception as exc:  # bcc raises bare Exceptions for attach failures
+            errors.append(f"eBPF probes failed to start: {_one_line(exc)}")
+            with self._lock:
+                if self._bpf is None and bpf is not None:
+                    self._bpf = bpf
+                self._teardown()
+        finally:
+            with self._lock:
+                self._starting = False
+                self.errors = tuple(errors)
+        return self.running
+
+    def _build(self, errors: list[str]):
+        """Check, then compile the program for the usable groups: (BPF, groups) or None."""
         for check in (preflight.bcc_problem, preflight.privilege_problem,
                       preflight.headers_problem):
             why = check()
             if why:
                 errors.append(why)
-                return False
+                return None
         btf, why = preflight.load_btf()
         if btf is None:
             errors.append(why or "kernel BTF unreadable")
-            return False
+            return None
         missing = preflight.tracepoint_problems(btf, self.probes, self.PROBES)
         errors.extend(missing[g] for g in self.probes if g in missing)
         groups = tuple(g for g in self.probes if g not in missing)
         if not groups:
-            return False
+            return None
         self._reasons = {v: n.removeprefix(_REASON_PREFIX)
                          for v, n in btf.enum_values("skb_drop_reason").items()}
         from bcc import BPF
-        from bcc.libbcc import lib
         from bcc.utils import get_possible_cpus
 
         self._possible_cpus = get_possible_cpus()
-
         text = render(groups, layout_from_btf(btf))
         with _captured_stderr() as err:
             try:
@@ -135,7 +149,13 @@ class EbpfProbes:
             except Exception as exc:
                 detail = _last_error_line(err.read()) or _one_line(exc)
                 errors.append(f"eBPF probes did not compile: {detail}")
-                return False
+                return None
+        return bpf, groups
+
+    def _install(self, bpf, groups: tuple[str, ...], errors: list[str]) -> None:
+        """Attach the compiled probes and take the baseline read (under the lock)."""
+        from bcc.libbcc import lib
+
         self._bpf = bpf
         self._tracepoints = [(tp.partition(":")[2], function_name(tp))
                              for group in groups for tp in self.PROBES[group]]
@@ -143,14 +163,15 @@ class EbpfProbes:
         self._progs = {name: bpf.funcs[fn.encode()].fd for name, fn in self._tracepoints}
         if self.measure_cost and not self._stats.enable():
             errors.append(self._stats.note)
+        ncpus = len(self._possible_cpus)
         if "napi" in groups:
             self._readers["napi"] = hash_reader(lib, bpf, "napi_stats", NAPI_KEY, NAPI_VAL,
-                                                 len(self._possible_cpus))
+                                                ncpus)
         if "hardirq" in groups:
             self._readers["hardirq"] = hash_reader(lib, bpf, "irq_stats", IRQ_KEY, IRQ_VAL)
         if "drops" in groups:
             self._readers["drops"] = hash_reader(lib, bpf, "drop_stats", DROP_KEY, DROP_VAL,
-                                                  len(self._possible_cpus))
+                                                 ncpus)
         if "softirq" in groups:
             self._readers["softirq"] = PerCpuReader(lib, bpf[b"sirq"].map_fd, SIRQ_WORDS,
                                                     self._possible_cpus)
@@ -159,7 +180,6 @@ class EbpfProbes:
         self._t_prev = time.monotonic()
         self._window = Window()
         self._window.opened(self._t_prev)
-        return True
 
     def _attach(self) -> None:
         bpf = self._bpf
@@ -252,8 +272,9 @@ class EbpfProbes:
             now = time.monotonic()
             elapsed = now - self._t_prev
             if self._bpf is None:
-                return EbpfSample(elapsed_s=elapsed, errors=self.errors or (
-                    "eBPF probes are not running",))
+                why = ("eBPF probes are starting",) if self._starting else (
+                    self.errors or ("eBPF probes are not running",))
+                return EbpfSample(elapsed_s=elapsed, errors=why)
             errors = list(self.errors)
             try:
                 cur = self._read_raw()
