@@ -6,7 +6,9 @@ the returned fd is open: closing it, or the process dying, turns them back off, 
 crash can never leave the host paying for statistics. Kernels without that command
 (before 5.8) fall back to the `kernel.bpf_stats_enabled` sysctl, which is restored to
 its old value on stop. Each program's `run_time_ns` and `run_cnt` are read from the
-fdinfo of its fd.
+fdinfo of its fd. That time covers the programs themselves, not the tracepoint dispatch
+around each run, so the real cost to the host is somewhat higher than reported
+(benchmarks/ebpf_cost.py measures it as lost packet throughput).
 """
 
 from __future__ import annotations

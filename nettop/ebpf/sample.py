@@ -1,10 +1,12 @@
 """What one `EbpfProbes.take()` returns, and its JSON form as per-second rates.
 
 A sample holds plain counts added since the previous take (never cumulative kernel
-values) and the real time they cover, so rates are one division and two samples can be
-added by a recorder without knowing anything about BPF. Rows are per CPU where the
-kernel work is per CPU; the JSON form sums them per NAPI instance, IRQ or drop reason
-and keeps the per-CPU split next to the sum.
+values) and the time they cover, so a rate is one division and a recording needs no
+BPF to be replayed. Under a packet flood the probes are attached for only part of each
+interval (duty.py): event counts then cover `window_s`, the probes' own CPU cost covers
+all of `elapsed_s`, and the JSON rates divide each by its own span. Rows are per CPU
+where the kernel work is per CPU; the JSON form sums them per NAPI instance, IRQ or
+drop reason and keeps the per-CPU split next to the sum.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class ProbeCost:
 
 @dataclass(frozen=True, slots=True)
 class EbpfSample:
-    """Counts since the previous take(), over `elapsed_s` seconds."""
+    """Counts since the previous take(): events over `window_s`, cost over `elapsed_s`."""
 
     elapsed_s: float
     # Seconds the probes were attached within elapsed_s: equal to it unless the event
