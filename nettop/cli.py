@@ -112,14 +112,15 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
     return 0
 
 
-def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
+def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
+             ping: list[str] | None = None, ping_interval: float | None = None) -> int:
     """The full-screen app on a terminal; the plain refreshing report when output is not one."""
     if not (sys.stdout.isatty() and sys.stderr.isatty()):
         from nettop.text_report import watch
         return watch(root, interval, ifaces)
     from nettop.tui.app import run
     from nettop.tui.source import LiveSource
-    return run(LiveSource(root, ifaces, interval))
+    return run(LiveSource(root, ifaces, interval, prober=_prober(ping, ping_interval)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
                                 args.snap_iface or args.iface, args.json,
                                 args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval)
-        return cmd_live(args.root, args.interval, args.iface)
+        return cmd_live(args.root, args.interval, args.iface, args.ping, args.ping_interval)
     except UsageError as exc:
         print(f"nettop: {exc}", file=sys.stderr)
         return 2

@@ -6,19 +6,15 @@ app to draw them, so the results never depend on the machine's speed or clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
-
 import pytest
 from textual.command import CommandPalette
 
-from nettop.snapshot import Snapshot
 from nettop.timeline import Event
 from nettop.tui.app import NO_LATENCY, NettopApp, next_interval
 from nettop.tui.charts import CpuHeatmap, LatencyChart
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.scripted import ROOT_PROBLEMS, ScriptedSource, synthetic
-from nettop.tui.tables import CpuTable, QueueTable
+from nettop.tui.tables import CpuTable, LatencyTable, QueueTable
 
 SIZE = (120, 40)
 
@@ -136,22 +132,17 @@ async def test_latency_panel_shows_the_empty_state_until_latency_arrives(running
     assert not app.query_one(LatencyChart).display
 
 
-@dataclass(frozen=True, slots=True)
-class SnapshotWithLatency(Snapshot):
-    latency: Mapping[str, float | None] = field(default_factory=dict)
-
-
-async def test_latency_is_plotted_when_snapshots_carry_it():
+async def test_latency_is_plotted_and_tabled_when_snapshots_carry_it():
     src = ScriptedSource()
     app = NettopApp(src)
-    async with app.run_test(size=SIZE) as pilot:
-        for i in range(3):
-            base = synthetic(i)
-            fields = {f: getattr(base, f) for f in Snapshot.__dataclass_fields__}
-            src.push(SnapshotWithLatency(**fields, latency={"198.18.0.2": 0.5 + i}))
-            await pilot.pause()
-        assert app.query_one(LatencyChart).display
-        assert not app.query_one("#latency-empty").display
+    ctx, pilot = await started(app, src, 8, ping=("198.18.0.2", "tcp://198.18.0.2:22"))
+    assert app.query_one(LatencyChart).display and not app.query_one("#latency-empty").display
+    table = app.query_one(LatencyTable)
+    assert table.row_keys() == ["198.18.0.2", "tcp://198.18.0.2:22"]
+    stats = src.timeline.latest().snapshot.latency["198.18.0.2"]
+    assert table.cell("198.18.0.2", "avg")[0] == f"{stats.rtt_avg_ms:.2f}"
+    assert table.cell("198.18.0.2", "note")[0] == f"{stats.received}/{stats.sent} replies"
+    await ctx.__aexit__(None, None, None)
 
 
 async def test_many_cpus_switch_to_the_heatmap():

@@ -107,6 +107,16 @@ def test_throughput_series_in_bits_per_second():
     assert s.xs == (-1.0, 0.0) and list(s.rx_bits) == rates
 
 
+def test_chart_plots_the_busiest_interfaces_in_name_order():
+    t = Timeline()
+    t.append(synthetic(0))
+    point = t.append(synthetic(1))
+    names = ["eth0", "lo", "veth0"]
+    assert model.busiest(point.rates, names, 3) == names
+    assert model.busiest(point.rates, names, 2) == ["eth0", "veth0"]  # lo moves the least
+    assert model.busiest(None, names, 1) == ["eth0"]
+
+
 def test_mailbox_keeps_only_the_newest_and_wakes_once():
     box = Mailbox()
     t = Timeline()
@@ -170,3 +180,15 @@ def test_live_source_samples_off_the_ui_thread_and_keeps_the_newest():
     finally:
         src.stop()
     assert src.own_cpu_percent() is None and src.own_cpu_percent() >= 0.0
+
+
+def test_latency_rows_and_series_come_from_the_snapshots_latency_stats():
+    t = Timeline()
+    for i in range(8):
+        t.append(synthetic(i, ping=("198.18.0.2",)))
+    (row,) = model.latency_rows(t.latest().snapshot)
+    stats = t.latest().snapshot.latency["198.18.0.2"]
+    assert (row.avg_ms, row.p99_ms, row.loss_pct) == (stats.rtt_avg_ms, stats.rtt_p99_ms, stats.loss_pct)
+    xs, ys = model.latency_series(t.points(), 180)["198.18.0.2"]
+    assert xs[-1] == 0.0 and ys == [p.snapshot.latency["198.18.0.2"].rtt_avg_ms for p in t.points()]
+    assert model.latency_series(Timeline().points(), 180) == {}

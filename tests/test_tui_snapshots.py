@@ -63,3 +63,10 @@ def test_non_root_notice(snap_compare, size):
 def test_256_cpu_heatmap_filtered_to_the_nic_node(snap_compare, size):
     app = app_in("nettop-dark", cpu_nodes={c: c // 64 for c in range(256)})
     assert snap_compare(app, terminal_size=size, run_before=feed(3, cpus=256), press=["2", "z", "n"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_latency_panel_with_two_targets(snap_compare, size):
+    app = app_in("nettop-dark")
+    assert snap_compare(app, terminal_size=size, press=["4", "z"],
+                        run_before=feed(30, ping=("198.18.0.2", "tcp://198.18.0.2:22")))

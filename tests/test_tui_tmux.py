@@ -44,6 +44,10 @@ class Tmux:
         return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, check=check)
 
     def start(self, argv: list[str], width: int, height: int) -> None:
+        # a first session keeps the server up, so remain-on-exit can be set before nettop
+        # starts: if it dies, its last words stay on the screen for the failure message
+        self.run("-f", "/dev/null", "new-session", "-d", "-s", "keep", "-x", "20", "-y", "5")
+        self.run("set-option", "-g", "remain-on-exit", "on")
         self.run("new-session", "-d", "-s", "nettop", "-x", str(width), "-y", str(height),
                  "-e", "TERM=xterm-256color", "-c", os.getcwd(), *argv)
 
@@ -56,7 +60,8 @@ class Tmux:
         return self.run("capture-pane", "-p", "-t", "nettop", check=False).stdout
 
     def alive(self) -> bool:
-        return self.run("has-session", "-t", "nettop", check=False).returncode == 0
+        out = self.run("display-message", "-p", "-t", "nettop", "#{pane_dead}", check=False)
+        return out.returncode == 0 and out.stdout.strip() == "0"
 
     def wait(self, ok: Callable[[str], bool], timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
@@ -147,3 +152,5 @@ def test_live_screen_shows_veth_throughput_and_queues_and_obeys_keys(veth_lab, t
     while tmux.alive() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not tmux.alive(), "nettop did not quit on q"
+    status = tmux.run("display-message", "-p", "-t", "nettop", "#{pane_dead_status}").stdout.strip()
+    assert status == "0", tmux.screen()

@@ -30,13 +30,14 @@ from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.source import Source
 from nettop.tui.tables import (
-    BqlTable, CpuTable, IfaceTable, QdiscTable, QueueTable, label_width,
+    BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
 )
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
 
 INTERVAL_STEPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 HEATMAP_ABOVE_CPUS = 32
 TREND_WIDTH = 6
+CHART_LINES_MAX = 4  # interfaces plotted (two lines each); the table above lists them all
 PANELS = ("queues", "cpus", "throughput", "latency", "qdisc")
 NO_LATENCY = "no latency probe: run with --ping HOST"
 
@@ -137,6 +138,8 @@ class NettopApp(App[None]):
         self._own_cpu: float | None = None
         self._chart_key: tuple | None = None
         self._chart_t: float | None = None
+        self._latency_events = -1
+        self._latency_t: float | None = None
         for theme in load_themes().values():
             self.register_theme(theme)
         self.theme = NO_COLOR_THEME if self.no_color else DEFAULT_THEME
@@ -152,13 +155,14 @@ class NettopApp(App[None]):
             yield Panel("3 throughput", IfaceTable(id="ifaces-table"), ThroughputChart(id="throughput-chart"),
                         id="throughput")
             yield Panel("5 qdisc / BQL", QdiscTable(id="qdisc-table"), BqlTable(id="bql-table"), id="qdisc")
-            yield Panel("4 latency", EmptyState(NO_LATENCY, id="latency-empty"), LatencyChart(id="latency-chart"),
-                        id="latency")
+            yield Panel("4 latency", EmptyState(NO_LATENCY, id="latency-empty"),
+                        LatencyTable(id="latency-table"), LatencyChart(id="latency-chart"), id="latency")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#queues", Panel).set_status("sort: queue")
         self.query_one("#latency-chart").display = False
+        self.query_one("#latency-table").display = False
         self.query_one("#cpus-heatmap").display = False
         self.query_one("#notice").display = False
         self.query_one("#queues-table").focus()
@@ -291,14 +295,15 @@ class NettopApp(App[None]):
         table.sync(rows)
         chart = self.query_one(ThroughputChart)
         events = self.source.timeline.events()
-        key = (tuple(names), len(events))
+        plotted = model.busiest(rates, names, CHART_LINES_MAX)
+        key = (tuple(plotted), len(events))
         now = point.snapshot.t_mono
         # plotting is the dearest part of a frame: only when the picture can have moved
         if key != self._chart_key or due(self._chart_t, now, self.window_s, chart.size.width):
             self._chart_key, self._chart_t = key, now
             markers = model.event_offsets(events, point.snapshot, self.window_s)
             points = self.source.timeline.points()
-            chart.show(model.throughput(points, names, self.window_s), markers, self.window_s)
+            chart.show(model.throughput(points, plotted, self.window_s), markers, self.window_s)
 
     def _draw_qdisc(self, point: Point, names: list[str]) -> None:
         qt = self.query_one(QdiscTable)
@@ -312,15 +317,24 @@ class NettopApp(App[None]):
 
     def _draw_latency(self, point: Point) -> None:
         series = model.latency_series(self.source.timeline.points(), self.window_s)
-        chart, empty = self.query_one(LatencyChart), self.query_one("#latency-empty")
+        chart, table = self.query_one(LatencyChart), self.query_one(LatencyTable)
+        empty = self.query_one("#latency-empty")
         if not series:
             if chart.display:
-                chart.display, empty.display = False, True
+                chart.display = table.display = False
+                empty.display = True
             return
         if not chart.display:
-            chart.display, empty.display = True, False
-        markers = model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s)
-        chart.show(series, markers, self.window_s)
+            chart.display = table.display = True
+            empty.display = False
+        rows = model.latency_rows(point.snapshot)
+        table.widen("target", label_width((r.target for r in rows), 14))
+        table.sync([(r.key, LatencyTable.cells(r)) for r in rows])
+        events = self.source.timeline.events()
+        if len(events) != self._latency_events or due(self._latency_t, point.snapshot.t_mono, self.window_s,
+                                                      chart.size.width):
+            self._latency_events, self._latency_t = len(events), point.snapshot.t_mono
+            chart.show(series, model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
 
     # --- actions -----------------------------------------------------------------------
 

@@ -9,8 +9,9 @@ does (queue map + IRQ affinity + RPS/XPS + per-queue rates), so both always agre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
+from nettop.rates import Rates
 from nettop.snapshot import Snapshot
 from nettop.snapshot_json import _qdisc, _queues
 from nettop.timeline import Event, Point
@@ -162,6 +163,19 @@ def bql_rows(snap: Snapshot, ifnames: Sequence[str]) -> list[BqlRow]:
     return rows
 
 
+def busiest(rates: Rates | None, ifnames: Sequence[str], limit: int) -> list[str]:
+    """The `limit` interfaces moving the most bits now, in name order (stable legends)."""
+    if len(ifnames) <= limit:
+        return list(ifnames)
+
+    def load(name: str) -> float:
+        lr = rates.links.get(name) if rates else None
+        return ((lr.rx_bytes_per_s or 0.0) + (lr.tx_bytes_per_s or 0.0)) if lr else 0.0
+
+    top = sorted(ifnames, key=lambda n: (-load(n), n))[:limit]
+    return sorted(top)
+
+
 @dataclass(frozen=True, slots=True)
 class Series:
     """One interface's throughput over the chart window; x is seconds before the newest point."""
@@ -203,9 +217,16 @@ def event_offsets(events: Iterable[Event], newest: Snapshot, window_s: float) ->
     return out
 
 
+def latency_ms(stats: Any) -> float | None:
+    """The RTT a chart plots for one interval: a LatencyStats' average, or a bare number."""
+    if isinstance(stats, (int, float)):
+        return float(stats)
+    return getattr(stats, "rtt_avg_ms", None)
+
+
 def latency_series(points: Sequence[Point], window_s: float) -> dict[str, tuple[list[float], list[float]]]:
-    """Round-trip times per target, if snapshots carry a `latency` mapping (target -> ms or
-    an object with `rtt_ms`); empty until a latency probe fills it."""
+    """Average round-trip time per target over the window (from `Snapshot.latency`);
+    empty when no latency probe runs."""
     if not points:
         return {}
     now = points[-1].snapshot.t_mono
@@ -214,16 +235,42 @@ def latency_series(points: Sequence[Point], window_s: float) -> dict[str, tuple[
         if now - p.snapshot.t_mono > window_s:
             continue
         lat = getattr(p.snapshot, "latency", None)
-        if not isinstance(lat, Mapping):
+        if not lat:
             continue
-        for target, v in lat.items():
-            ms = v if isinstance(v, (int, float)) else getattr(v, "rtt_ms", None)
-            if ms is None:
-                continue
+        for target, stats in lat.items():
+            ms = latency_ms(stats)
             xs, ys = out.setdefault(str(target), ([], []))
-            xs.append(round(p.snapshot.t_mono - now, 3))
-            ys.append(float(ms))
+            if ms is not None:
+                xs.append(round(p.snapshot.t_mono - now, 3))
+                ys.append(float(ms))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyRow:
+    key: str
+    target: str
+    sent: int
+    received: int
+    loss_pct: float | None
+    avg_ms: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+    error: str | None
+
+
+def latency_rows(snap: Snapshot) -> list[LatencyRow]:
+    lat = getattr(snap, "latency", None) or {}
+    rows = []
+    for target, s in sorted(lat.items()):
+        rows.append(LatencyRow(
+            key=str(target), target=str(target), sent=getattr(s, "sent", 0), received=getattr(s, "received", 0),
+            loss_pct=getattr(s, "loss_pct", None), avg_ms=latency_ms(s), p50_ms=getattr(s, "rtt_p50_ms", None),
+            p99_ms=getattr(s, "rtt_p99_ms", None), max_ms=getattr(s, "rtt_max_ms", None),
+            error=getattr(s, "error", None),
+        ))
+    return rows
 
 
 def root_notice(snap: Snapshot, is_root: bool) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from nettop.ping.stats import summarize
 from nettop.problems import Problem
 from nettop.snapshot import (
     BqlState, CpuTimes, DeviceConfig, HostConfig, InterruptTable, Irq, IrqAffinity,
@@ -87,7 +88,7 @@ def _grow(i: int, step: int, phase: int = 0) -> int:
 
 
 def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
-              problems: tuple[Problem, ...] = ()) -> Snapshot:
+              problems: tuple[Problem, ...] = (), ping: tuple[str, ...] = ()) -> Snapshot:
     """Tick `i` of a host with eth0 (virtio-style IRQs, mq + pfifo_fast, BQL), a veth pair
     end without IRQs but with per-queue counters, and loopback."""
     cpu_ids = tuple(range(cpus))
@@ -137,13 +138,18 @@ def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
                                  txb // 600 // queues, 0, 0, _grow(i, 1) // queues, 1514 * q, q)
                       for q in range(queues)),
               "veth0": (QdiscStats("veth0", "noqueue", "0:", "root"),)}
+    latency = {}
+    for n, target in enumerate(ping):
+        # ten probes an interval; every 7th tick one is lost; RTTs wander around 0.3-2 ms
+        rtts = [0.1 * ((i + k + n) % 12) + 0.3 + n for k in range(10 if i % 7 else 9)]
+        latency[target] = summarize(rtts, 10, target, target)
     return Snapshot(
         t_mono=T_MONO0 + i * interval, t_wall=T_WALL0 + i * interval, host="lab-host",
         kernel="6.18.0-nettop-test", online_cpus=cpu_ids, interrupts=table, softirqs=softirqs,
         cpu_times=times, softnet=softnet, links=links, queue_maps=qmaps, queue_stats=qstats,
         qdiscs=qdiscs, devices=devices, irq_affinity=aff,
         host_config=HostConfig("pfifo_fast", irqbalance_running=False), problems=problems,
-        read_cpu_s=0.002,
+        read_cpu_s=0.002, latency=latency,
     )
 
 

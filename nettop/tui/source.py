@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from nettop.sampler import Reader
 from nettop.sysroot import LIVE, SysRoot
@@ -102,8 +102,10 @@ class LiveSource:
     """HostReader + Sampler + Timeline on the sampler's own thread."""
 
     def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
-                 interval: float = 1.0, max_points: int = 3600, reader: Reader | None = None) -> None:
+                 interval: float = 1.0, max_points: int = 3600, reader: Reader | None = None,
+                 prober: Any = None) -> None:
         self.root = root
+        self.prober = prober  # nettop.ping.Prober: its results ride in each snapshot
         self._given_reader = reader  # else a HostReader is opened on start
         self.ifnames = list(ifnames) if ifnames else None
         self.is_root = os.geteuid() == 0
@@ -146,7 +148,9 @@ class LiveSource:
         if self._given_reader is None:
             from nettop.collect import HostReader
 
-            self._reader = HostReader(self.root, self.ifnames)
+            if self.prober is not None:
+                self.prober.start()
+            self._reader = HostReader(self.root, self.ifnames, prober=self.prober)
         else:
             self._reader = self._given_reader
         self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
@@ -175,6 +179,8 @@ class LiveSource:
             if self._reader is not self._given_reader:
                 self._reader.close()
             self._reader = None
+        if self.prober is not None:
+            self.prober.stop()
 
     def own_cpu_percent(self) -> float | None:
         """CPU % of the whole process (sampler thread + UI) since the previous call."""

@@ -18,7 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from nettop.tui import format as fmt
-from nettop.tui.model import BqlRow, CpuRow, QdiscRow, QueueRow
+from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRow
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
 LEVELS = ("warm", "hot", "muted")
@@ -327,6 +327,25 @@ class BqlTable(LiveTable):
             (fmt.si(row.limit, "B"), ""),
             (fmt.si(row.inflight, "B"), "warm" if full else ""),
             (fmt.si(row.limit_max, "B"), "muted"),
+        )
+
+
+class LatencyTable(LiveTable):
+    COLUMNS = (("target", "target", 14), ("loss", "loss%", 5), ("avg", "avg ms", 6), ("p50", "p50", 6),
+               ("p99", "p99", 6), ("max", "max", 6), ("note", "", 14))
+    LEFT = frozenset({"target", "note"})
+
+    @staticmethod
+    def cells(row: LatencyRow) -> tuple[Cell, ...]:
+        def ms(v: float | None) -> Cell:
+            return ("-", "muted") if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}", "")
+
+        loss = row.loss_pct
+        return (
+            (row.target, ""),
+            (fmt.pct(loss), "muted" if loss is None else _lvl(loss, 1e-9, 5)),
+            ms(row.avg_ms), ms(row.p50_ms), ms(row.p99_ms), ms(row.max_ms),
+            (row.error or f"{row.received}/{row.sent} replies", "hot" if row.error else "muted"),
         )
 
 
