@@ -1,0 +1,207 @@
+"""What every tuning change is made of: a Setting, a requested value, and errors people can act on.
+
+A `Setting` names one kernel value nettop may change (one IRQ's affinity, one queue's
+rps_cpus, the root qdisc of one interface) and knows how to read it, check a requested
+value, write it and explain a kernel refusal in one line. Settings are plain frozen
+dataclasses registered by `kind`, so the journal stores `{"kind", "params"}` and a later
+process (`nettop restore` after a kill -9) rebuilds the same Setting and writes the
+original value back. Values are JSON values (text as the kernel prints it, numbers, or
+small dicts), so "did the kernel take it" is a comparison of what `read()` returns.
+
+The same objects serve the CLI and the TUI: `Tuner.plan()` validates and describes,
+`Tuner.apply()` writes, reads back and journals, all callable from a worker thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+Value = Any  # a JSON value: str, int, bool, None, or a dict/list of those
+
+REGISTRY: dict[str, type[Setting]] = {}
+
+
+class ActionError(Exception):
+    """A change that cannot be made, as one line naming the thing and what to do."""
+
+    def __init__(self, message: str, err: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = err
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register(cls: type[Setting]) -> type[Setting]:
+    """Class decorator: make a Setting rebuildable from its journal record."""
+    REGISTRY[cls.kind] = cls
+    return cls
+
+
+class Setting(ABC):
+    """One kernel value nettop may change. Subclasses are frozen dataclasses."""
+
+    kind: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def key(self) -> str:
+        """Identity of the value across processes: "rps_cpus eth0 rx-0"."""
+
+    @abstractmethod
+    def read(self) -> Value:
+        """The current value, in the form `normalize` returns; raises OSError."""
+
+    @abstractmethod
+    def normalize(self, value: Value) -> Value:
+        """The value to write for a request (CPU list → mask, "1500" → 1500); raises ActionError."""
+
+    @abstractmethod
+    def write(self, value: Value) -> None:
+        """Write a normalized value; raises OSError (or ActionError with the kernel's text)."""
+
+    def matches(self, requested: Value, after: Value) -> bool:
+        """Whether the read-back value is what was asked for (some settings round)."""
+        return requested == after
+
+    def confirm_reason(self, before: Value, value: Value) -> str | None:
+        """Why this change needs the operator's confirmation (link reset, dropped packets)."""
+        return None
+
+    def effective(self) -> str | None:
+        """Extra read-back worth showing next to the value ("effective 1" for IRQs)."""
+        return None
+
+    def explain(self, exc: OSError) -> str:
+        """One line for a kernel refusal of a write."""
+        return explain_oserror(self.key, exc)
+
+    def show(self, value: Value) -> str:
+        """A value as shown to a person."""
+        if isinstance(value, dict):
+            return " ".join(f"{k}={_show_scalar(v)}" for k, v in value.items()) or "{}"
+        return _show_scalar(value)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"kind": self.kind, "params": dataclasses.asdict(self)}  # type: ignore[call-overload]
+
+
+def _show_scalar(v: Value) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if v == "":
+        return '""'
+    return str(v)
+
+
+def from_record(record: dict[str, Any]) -> Setting:
+    """The Setting a journal record names; ActionError for an unknown kind."""
+    cls = REGISTRY.get(record.get("kind", ""))
+    if cls is None:
+        raise ActionError(f"journal names an unknown setting kind {record.get('kind')!r}: "
+                          "was it written by a newer nettop?")
+    return cls(**record.get("params", {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A request: set `setting` to `value` (as typed, before normalization)."""
+
+    setting: Setting
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A validated change: what is there now, what will be written, and whether to ask first."""
+
+    setting: Setting
+    before: Value
+    value: Value
+    confirm: str | None  # reason to ask before applying, None when harmless
+    text: str  # "rps_cpus eth0 rx-0: 0 → 3"
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What the kernel took after a write, for the UI to show."""
+
+    entry: int  # journal entry id
+    key: str
+    text: str
+    before: Value
+    requested: Value
+    after: Value
+    verified: bool
+    effective: str | None = None
+    error: str | None = None
+
+    def line(self) -> str:
+        if self.error:
+            return self.error
+        s = self.text
+        if not self.verified:
+            s += f" (requested {_show_scalar(self.requested)}, kernel took {_show_scalar(self.after)})"
+        elif self.after != self.requested and not isinstance(self.after, dict):
+            s += f" (kernel took {_show_scalar(self.after)})"
+        if self.effective:
+            s += f" ({self.effective})"
+        return s
+
+
+def explain_oserror(thing: str, exc: OSError) -> str:
+    """Generic one-line form of a refused write, with the usual fixes."""
+    err = exc.errno
+    if err in (errno.EACCES, errno.EPERM):
+        return f"{thing}: permission denied ({_name(err)}); run nettop as root"
+    if err == errno.ENODEV or err == errno.ENOENT:
+        return f"{thing}: the device or file is gone ({_name(err)}); check `ip link` for the interface"
+    if err == errno.EOPNOTSUPP:
+        return f"{thing}: not supported by this driver or kernel (EOPNOTSUPP)"
+    return f"{thing}: the kernel refused the value ({_name(err)}: {os.strerror(err or 0)})"
+
+
+def _name(err: int | None) -> str:
+    return errno.errorcode.get(err or 0, str(err))
+
+
+def write_file(path: str, text: str) -> None:
+    """One write() of `text` to a sysfs/procfs file, so the kernel's errno reaches us."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def read_file(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+
+
+def iface_exists(ifname: str) -> bool:
+    return os.path.isdir(f"/sys/class/net/{ifname}")
+
+
+def need_iface(ifname: str) -> None:
+    if not ifname or "/" in ifname or not iface_exists(ifname):
+        raise ActionError(f"no interface named {ifname!r} (see `ip link` for the names)", errno.ENODEV)
+
+
+def parse_int(name: str, value: Value, lo: int, hi: int) -> int:
+    """An integer request in [lo, hi]; ActionError naming the range otherwise."""
+    try:
+        n = int(str(value).strip(), 0) if not isinstance(value, int) or isinstance(value, bool) else value
+    except ValueError:
+        raise ActionError(f"{name}: {value!r} is not a whole number") from None
+    if not lo <= n <= hi:
+        raise ActionError(f"{name}: {n} is out of range; use {lo} to {hi}", errno.ERANGE)
+    return n

@@ -1,0 +1,255 @@
+"""Replacing an interface's root qdisc over rtnetlink, with its main parameters.
+
+Kinds: pfifo_fast, pfifo, bfifo, tbf, htb, fq_codel, fq, cake, and mq with one child of
+a chosen kind per tx queue. pyroute2 encodes most of them; it has no bfifo or fq
+encoder, so those two are registered in its tc plugin table here (bfifo shares pfifo's
+`struct tc_fifo_qopt`; fq's TCA_FQ_* attributes are declared below), and mq needs no
+options at all. A root qdisc the kernel attached by itself has handle 0; putting such a
+default back means deleting nettop's root, which makes the kernel attach its default
+again. A replace drops whatever the old qdisc held, so it asks for confirmation.
+
+The value is a dict: {"kind": "tbf", "params": {"rate": 1250000, ...}}, plus
+"children" for mq and "default": true for a kernel-attached root. Read-back compares
+the kind and each parameter that was requested and that the kernel reports back.
+"""
+
+from __future__ import annotations
+
+import errno
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from nettop.actions.base import ActionError, Setting, Value, need_iface, register
+
+TC_H_ROOT = 0xFFFFFFFF
+KINDS = ("pfifo_fast", "pfifo", "bfifo", "tbf", "htb", "fq_codel", "fq", "cake", "mq", "noqueue")
+# parameters a user may give, per kind, with how to parse them (all whole numbers)
+PARAMS: dict[str, tuple[str, ...]] = {
+    "pfifo_fast": (), "pfifo": ("limit",), "bfifo": ("limit",),
+    "tbf": ("rate", "burst", "limit"), "htb": ("default",),
+    "fq_codel": ("limit", "target", "interval", "flows", "quantum", "ecn"),
+    "fq": ("limit", "flow_limit", "quantum", "initial_quantum", "maxrate", "buckets"),
+    "cake": ("bandwidth",), "mq": (), "noqueue": (),
+}
+_FQ_CODEL = {"limit": "fqc_limit", "target": "fqc_target", "interval": "fqc_interval",
+             "flows": "fqc_flows", "quantum": "fqc_quantum", "ecn": "fqc_ecn"}
+_registered = False
+
+
+def _register_plugins() -> None:
+    """Teach pyroute2's tc encoder bfifo and fq (its plugin table is the extension point)."""
+    global _registered
+    if _registered:
+        return
+    from pyroute2.netlink import nla
+    from pyroute2.netlink.rtnl.tcmsg import plugins, sched_pfifo
+
+    class fq_options(nla):
+        nla_map = (
+            ("TCA_FQ_UNSPEC", "none"), ("TCA_FQ_PLIMIT", "uint32"),
+            ("TCA_FQ_FLOW_PLIMIT", "uint32"), ("TCA_FQ_QUANTUM", "uint32"),
+            ("TCA_FQ_INITIAL_QUANTUM", "uint32"), ("TCA_FQ_RATE_ENABLE", "uint32"),
+            ("TCA_FQ_FLOW_DEFAULT_RATE", "uint32"), ("TCA_FQ_FLOW_MAX_RATE", "uint32"),
+            ("TCA_FQ_BUCKETS_LOG", "uint32"),
+        )
+
+    names = {"limit": "TCA_FQ_PLIMIT", "flow_limit": "TCA_FQ_FLOW_PLIMIT",
+             "quantum": "TCA_FQ_QUANTUM", "initial_quantum": "TCA_FQ_INITIAL_QUANTUM",
+             "maxrate": "TCA_FQ_FLOW_MAX_RATE", "buckets": "TCA_FQ_BUCKETS_LOG"}
+
+    def fq_parameters(kwarg: dict[str, Any]) -> dict[str, Any]:
+        return {"attrs": [[names[k], kwarg[k]] for k in names if k in kwarg]}
+
+    fq = types.ModuleType("nettop_sched_fq")
+    fq.parent = TC_H_ROOT  # type: ignore[attr-defined]
+    fq.options = fq_options  # type: ignore[attr-defined]
+    fq.get_parameters = fq_parameters  # type: ignore[attr-defined]
+    plugins.setdefault("bfifo", sched_pfifo)
+    plugins.setdefault("fq", fq)
+    _registered = True
+
+
+def _options(kind: str, opts: Any) -> dict[str, Any]:
+    """The parameters nettop tracks, from a dumped qdisc's decoded TCA_OPTIONS."""
+    if opts is None or isinstance(opts, str):
+        return {}
+    if kind in ("pfifo", "bfifo"):
+        return {"limit": opts.get("limit")}
+    attrs = dict(opts.get("attrs", [])) if hasattr(opts, "get") else {}
+    if kind == "tbf":
+        p = attrs.get("TCA_TBF_PARMS") or {}
+        out = {"rate": p.get("rate"), "limit": p.get("limit")}
+        if p.get("rate") and p.get("buffer"):
+            from pyroute2.netlink.rtnl.tcmsg.common import TIME_UNITS_PER_SEC, tick_in_usec
+
+            # buffer is the burst's transmit time in scheduler ticks (tc's calc_xmittime inverted)
+            out["burst"] = round(p["buffer"] / tick_in_usec * p["rate"] / TIME_UNITS_PER_SEC)
+        return out
+    if kind == "htb":
+        init = attrs.get("TCA_HTB_INIT") or {}
+        return {"default": init.get("defcls")}
+    if kind == "fq_codel":
+        return {k: attrs.get(f"TCA_FQ_CODEL_{k.upper()}") for k in ("limit", "target", "interval")}
+    if kind == "fq":
+        return {"limit": attrs.get("TCA_FQ_PLIMIT")}
+    return {}
+
+
+@register
+@dataclass(frozen=True, slots=True)
+class RootQdisc(Setting):
+    ifname: str
+    kind = "qdisc"
+
+    @property
+    def key(self) -> str:
+        return f"qdisc {self.ifname} root"
+
+    def _index(self, ipr: Any) -> int:
+        idx = ipr.link_lookup(ifname=self.ifname)
+        if not idx:
+            raise OSError(errno.ENODEV, "No such device")
+        return int(idx[0])
+
+    def read(self) -> Value:
+        from pyroute2 import IPRoute
+
+        _register_plugins()
+        with IPRoute() as ipr:
+            idx = self._index(ipr)
+            qdiscs = list(ipr.get_qdiscs(idx))
+        root = next((q for q in qdiscs if q["parent"] == TC_H_ROOT), None)
+        if root is None:
+            return {"kind": "none", "params": {}, "default": True}
+        kind = root.get_attr("TCA_KIND")
+        value: dict[str, Any] = {"kind": kind, "params": _options(kind, root.get_attr("TCA_OPTIONS")),
+                                 "default": root["handle"] == 0}
+        if kind == "mq":
+            kids = sorted({q.get_attr("TCA_KIND") for q in qdiscs if q["parent"] >> 16 == root["handle"] >> 16
+                           and q["parent"] != TC_H_ROOT})
+            value["children"] = kids[0] if len(kids) == 1 else ",".join(kids)
+        return value
+
+    def normalize(self, value: Value) -> Value:
+        need_iface(self.ifname)
+        if not isinstance(value, dict) or value.get("kind") not in KINDS:
+            raise ActionError(f"qdisc {value.get('kind') if isinstance(value, dict) else value!r} is not one "
+                              f"nettop sets; use one of {', '.join(KINDS[:-1])}")
+        kind = value["kind"]
+        child = value.get("children") or "pfifo_fast"
+        if kind == "mq" and (child not in KINDS or child in ("mq", "htb", "noqueue")):
+            raise ActionError(f"mq children must be a classless qdisc, not {child!r}")
+        pkind = child if kind == "mq" else kind  # mq's parameters are its children's
+        params = dict(value.get("params") or {})
+        bad = [k for k in params if k not in PARAMS[pkind]]
+        if bad:
+            allowed = ", ".join(PARAMS[pkind]) or "none"
+            raise ActionError(f"{pkind} has no parameter {', '.join(bad)} (it takes: {allowed})")
+        for k, v in params.items():
+            try:
+                params[k] = int(v)
+            except (TypeError, ValueError):
+                raise ActionError(f"{kind} {k}={v!r}: give a whole number") from None
+            if params[k] < 0 or params[k] > 2**32 - 1:
+                raise ActionError(f"{kind} {k}={v}: out of range (0 to 4294967295)", errno.ERANGE)
+        if pkind == "tbf" and not {"rate", "burst"} <= params.keys():
+            raise ActionError("tbf needs rate=BYTES_PER_SECOND and burst=BYTES (limit=BYTES optional)")
+        if pkind == "tbf":
+            params.setdefault("limit", max(params["burst"], 10_000))
+        out: dict[str, Any] = {"kind": kind, "params": params, "default": bool(value.get("default"))}
+        if kind == "mq":
+            out["children"] = child
+        return out
+
+    def write(self, value: Value) -> None:
+        from pyroute2 import IPRoute
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        _register_plugins()
+        kind, params = value["kind"], dict(value.get("params") or {})
+        try:
+            with IPRoute() as ipr:
+                idx = self._index(ipr)
+                if value.get("default"):
+                    if self.read().get("default"):
+                        return
+                    ipr.tc("del", index=idx, parent=TC_H_ROOT)
+                    return
+                if kind == "mq":
+                    self._write_mq(ipr, idx, value)
+                    return
+                ipr.tc("replace", kind, idx, handle=0, parent=TC_H_ROOT, **_tc_args(kind, params))
+        except NetlinkError as exc:
+            if exc.code == errno.ENOENT:
+                k = value.get("children") if kind == "mq" else kind
+                raise ActionError(f"this kernel has no sch_{k}: load it with `modprobe sch_{k}` "
+                                  "or pick another qdisc", errno.ENOENT) from None
+            raise OSError(exc.code, errno.errorcode.get(exc.code, str(exc))) from None
+
+    def _write_mq(self, ipr: Any, idx: int, value: dict[str, Any]) -> None:
+        qdiscs = list(ipr.get_qdiscs(idx))
+        root = next((q for q in qdiscs if q["parent"] == TC_H_ROOT), None)
+        if root is None or root.get_attr("TCA_KIND") != "mq" or root["handle"] == 0:
+            ipr.tc("replace", "mq", idx, handle=0x10000, parent=TC_H_ROOT)
+            major = 0x10000
+        else:
+            major = root["handle"]
+        ntx = len([q for q in _tx_queues(self.ifname)])
+        child = value.get("children") or "pfifo_fast"
+        for i in range(1, ntx + 1):
+            ipr.tc("replace", child, idx, handle=0, parent=major | i, **_tc_args(child, value.get("params") or {}))
+
+    def matches(self, requested: Value, after: Value) -> bool:
+        if not isinstance(after, dict):
+            return False
+        if requested.get("default"):
+            return bool(after.get("default"))
+        if after.get("kind") != requested["kind"]:
+            return False
+        if requested["kind"] == "mq" and after.get("children") != requested.get("children"):
+            return False
+        got = after.get("params") or {}
+        return all(got.get(k) in (None, v) for k, v in requested.get("params", {}).items()
+                   if k not in ("burst",))
+
+    def confirm_reason(self, before: Value, value: Value) -> str | None:
+        return "replacing the root qdisc drops the packets queued in the old one"
+
+    def show(self, value: Value) -> str:
+        if not isinstance(value, dict):
+            return str(value)
+        s = str(value.get("kind"))
+        if value.get("children"):
+            s += f" (children {value['children']})"
+        params = {k: v for k, v in (value.get("params") or {}).items() if v is not None}
+        if params:
+            s += " " + " ".join(f"{k}={v}" for k, v in params.items())
+        if value.get("default"):
+            s += " (kernel default)"
+        return s
+
+    def explain(self, exc: OSError) -> str:
+        if exc.errno == errno.ENODEV:
+            return f"qdisc {self.ifname}: interface {self.ifname} vanished (ENODEV)"
+        if exc.errno == errno.EINVAL:
+            return f"qdisc {self.ifname}: the kernel refused these parameters (EINVAL); check them against `man tc-<kind>`"
+        return super(RootQdisc, self).explain(exc)
+
+
+def _tc_args(kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    if kind == "fq_codel":
+        return {_FQ_CODEL[k]: v for k, v in params.items()}
+    if kind == "tbf":
+        return {"rate": params["rate"], "burst": params["burst"], "limit": params["limit"]}
+    if kind == "cake" and "bandwidth" in params:
+        return {"bandwidth": params["bandwidth"]}
+    if kind in ("mq", "pfifo_fast"):
+        return {}
+    return dict(params)
+
+
+def _tx_queues(ifname: str) -> list[str]:
+    import os
+
+    return [n for n in os.listdir(f"/sys/class/net/{ifname}/queues") if n.startswith("tx-")]

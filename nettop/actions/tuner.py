@@ -1,0 +1,242 @@
+"""The Tuner: validate → describe → apply → read back → verified result, journaled and undoable.
+
+One Tuner per process. Every method may run on a worker thread (the TUI calls it off the
+UI thread); it touches no UI and reports each applied change through `on_event`, which
+the live view points at `Timeline.add_event` so the charts mark the moment.
+
+A group of changes (one CLI command, one "spread IRQs" action) is one undo step and is
+all-or-nothing: when a write fails, the writes already made in the group are put back
+before the error is raised, so the host and the journal agree.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from nettop.actions.base import ActionError, Change, Plan, Result, Setting, from_record
+from nettop.actions.journal import Entry, Journal, State
+from nettop.timeline import Event
+
+EventHook = Callable[[Event], None]
+
+
+def read_only_reason() -> str | None:
+    """Why this process may not tune anything, or None."""
+    if os.geteuid() != 0:
+        return "nettop runs without root, so tuning is read-only: run it as root (sudo nettop) to change settings"
+    return None
+
+
+class NeedsConfirm(ActionError):
+    """The plan holds disruptive changes and `confirmed` was not given."""
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """A value nettop set that someone else changed afterwards."""
+
+    key: str
+    set_to: Any
+    now: Any
+
+    def line(self) -> str:
+        return f"{self.key} was set to {self.set_to} by nettop but is now {self.now}: changed by someone else"
+
+
+class Tuner:
+    def __init__(self, journal: Journal | None = None, on_event: EventHook | None = None,
+                 read_only: str | None = "auto") -> None:
+        self.journal = journal or Journal()
+        self.on_event = on_event
+        self.read_only = read_only_reason() if read_only == "auto" else read_only
+        self._lock = threading.Lock()
+
+    # -- planning ---------------------------------------------------------------------
+    def plan(self, changes: Sequence[Change]) -> list[Plan]:
+        """Validate every change against the live host; ActionError on the first bad one."""
+        plans = []
+        for ch in changes:
+            s = ch.setting
+            value = s.normalize(ch.value)
+            try:
+                before = s.read()
+            except OSError as exc:
+                raise ActionError(s.explain(exc), exc.errno) from None
+            text = f"{s.key}: {s.show(before)} → {s.show(value)}"
+            plans.append(Plan(s, before, value, s.confirm_reason(before, value), text))
+        return plans
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise ActionError(self.read_only, errno.EPERM)
+
+    # -- applying ---------------------------------------------------------------------
+    def apply(self, plans: Sequence[Plan], confirmed: bool = False) -> list[Result]:
+        """Write a validated group; raises NeedsConfirm, or ActionError after rolling back."""
+        self.check_writable()
+        reasons = [f"{p.setting.key}: {p.confirm}" for p in plans if p.confirm]
+        if reasons and not confirmed:
+            raise NeedsConfirm("needs confirmation: " + "; ".join(reasons))
+        with self._lock, self.journal.locked() as st:
+            group = st.next_group
+            st.next_group += 1
+            results = self._write_group(st, group, "set", None,
+                                        [(p.setting, p.before, p.value, p.text) for p in plans])
+            self.journal.finish_group(st, group, "set", None)
+        return results
+
+    def _write_group(self, st: State, group: int, action: str, ref: int | None,
+                     items: list[tuple[Setting, Any, Any, str]]) -> list[Result]:
+        done: list[tuple[Setting, Any]] = []
+        results = []
+        for setting, before, value, text in items:
+            res = self._write_one(st, group, action, ref, setting, before, value, text)
+            if res.error is not None:
+                self._rollback(st, group, done)
+                raise ActionError(res.error)
+            done.append((setting, before))
+            results.append(res)
+        return results
+
+    def _write_one(self, st: State, group: int, action: str, ref: int | None, setting: Setting,
+                   before: Any, value: Any, text: str) -> Result:
+        e = self.journal.begin(st, group=group, action=action, ref=ref, setting=setting.to_record(),
+                               key=setting.key, before=before, value=value, text=text)
+        error = None
+        try:
+            setting.write(value)
+        except ActionError as exc:
+            error = str(exc)
+        except OSError as exc:
+            error = setting.explain(exc)
+        try:
+            after = setting.read()
+        except OSError as exc:
+            after = None
+            error = error or setting.explain(exc)
+        verified = error is None and setting.matches(value, after)
+        self.journal.end(e, after=after, verified=verified, error=error)
+        eff = None
+        if error is None:
+            try:
+                eff = setting.effective()
+            except OSError:
+                eff = None
+            self._event(e.t, text if action == "set" else f"{action}: {text}")
+        return Result(e.id, setting.key, text, before, value, after, verified, eff, error)
+
+    def _rollback(self, st: State, group: int, done: list[tuple[Setting, Any]]) -> None:
+        for setting, before in reversed(done):
+            try:
+                now = setting.read()
+            except OSError:
+                continue
+            self._write_one(st, group, "rollback", group, setting, now, before,
+                            f"{setting.key}: {setting.show(now)} → {setting.show(before)}")
+
+    def _event(self, t: float, text: str) -> None:
+        if self.on_event is not None:
+            self.on_event(Event(t, "tuning", text))
+
+    # -- undo, redo, revert -----------------------------------------------------------
+    def undo(self, force: bool = False) -> list[Result]:
+        return self._step("undo", force)
+
+    def redo(self, force: bool = False) -> list[Result]:
+        return self._step("redo", force)
+
+    def _step(self, action: str, force: bool) -> list[Result]:
+        self.check_writable()
+        with self._lock, self.journal.locked() as st:
+            stack = st.undo if action == "undo" else st.redo
+            if not stack:
+                raise ActionError(f"nothing to {action}: the journal {self.journal.path} has no "
+                                  f"{'applied' if action == 'undo' else 'undone'} change left")
+            ref = stack[-1]
+            entries = [e for e in st.groups.get(ref, []) if e.action == "set" and e.ok]
+            if action == "undo":
+                entries = list(reversed(entries))
+            items = []
+            for e in entries:
+                s = from_record(e.setting)
+                expect, target = (e.after, e.before) if action == "undo" else (e.before, e.after)
+                now = self._read(s)
+                if now != expect and not force:
+                    raise ActionError(f"cannot {action} {e.key}: it is {s.show(now)} now, not "
+                                      f"{s.show(expect)} as nettop left it (changed by someone else); "
+                                      f"use --force to {action} anyway")
+                items.append((s, now, target, f"{e.key}: {s.show(now)} → {s.show(target)}"))
+            group = st.next_group
+            st.next_group += 1
+            results = self._write_group(st, group, action, ref, items)
+            self.journal.finish_group(st, group, action, ref)
+        return results
+
+    def revert_all(self, reason: str = "revert") -> list[Result]:
+        """Put every value changed this epoch back to its original; used by restore too."""
+        self.check_writable()
+        with self._lock, self.journal.locked() as st:
+            originals = list(st.originals().values())
+            group = st.next_group
+            st.next_group += 1
+            results, errors = [], []
+            for e in reversed(originals):
+                try:
+                    s = from_record(e.setting)
+                    now = self._read(s)
+                except ActionError as exc:
+                    errors.append(str(exc))
+                    continue
+                if now == e.before:
+                    continue
+                res = self._write_one(st, group, reason, None, s, now, e.before,
+                                      f"{e.key}: {s.show(now)} → {s.show(e.before)}")
+                (errors.append(res.error) if res.error else results.append(res))
+            if errors:
+                raise ActionError(f"{reason}: {len(errors)} value(s) could not be put back: " + "; ".join(errors))
+            self.journal.clean(st, reason)
+        return results
+
+    def restore(self) -> list[Result]:
+        """After a crash or kill -9: every value nettop changed back to its original."""
+        return self.revert_all("restore")
+
+    # -- looking ----------------------------------------------------------------------
+    def state(self) -> State:
+        return self.journal.read_state()
+
+    def drift(self) -> list[Drift]:
+        """Values nettop set (and did not undo) that differ from what the kernel has now."""
+        st = self.journal.read_state()
+        live = {e.key for g in st.undo for e in st.groups.get(g, []) if e.ok}
+        out = []
+        for key, e in st.last_ok().items():
+            if key not in live:
+                continue
+            try:
+                now = from_record(e.setting).read()
+            except (OSError, ActionError):
+                continue
+            if now != e.after:
+                out.append(Drift(key, e.after, now))
+        return out
+
+    @staticmethod
+    def _read(s: Setting) -> Any:
+        try:
+            return s.read()
+        except OSError as exc:
+            raise ActionError(s.explain(exc), exc.errno) from None
+
+
+def describe_entry(e: Entry) -> dict[str, Any]:
+    """A journal entry as the CLI's --json prints it."""
+    return {"id": e.id, "group": e.group, "action": e.action, "ref": e.ref,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(e.t)), "key": e.key,
+            "before": e.before, "requested": e.value, "after": e.after, "verified": e.verified,
+            "error": e.error, "ended": e.ended, "text": e.text}
