@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import time
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from nettop.sampler import clamp_interval
 from nettop.sysroot import SysRoot
@@ -37,13 +37,20 @@ def _root(text: str) -> SysRoot:
     return SysRoot(text)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument errors as one line naming the argument and where help is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nettop", description="Live view and tuning of a Linux host's network stack.")
+    p = _Parser(prog="nettop", description="Live view and tuning of a Linux host's network stack.")
     p.add_argument("-i", "--interval", type=_interval, default=1.0, help="sampling interval in seconds (0.1-60, default 1)")
     p.add_argument("--root", type=_root, default=SysRoot("/"), help="read a captured /proc + /sys tree instead of the live kernel")
     p.add_argument("--iface", action="append", default=None, metavar="IFACE", help="only these interfaces (repeatable)")
     _ping_args(p)
-    sub = p.add_subparsers(dest="command")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
     s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
     s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", help="seconds between the two samples (default 1)")

@@ -20,15 +20,15 @@ from nettop.collectors import (
     cpus,
     cpustat,
     device_info,
-    ethtool_config,
     host_config,
+    interfaces,
     interrupts,
     irq_affinity,
-    links,
-    qdisc,
+    nic_settings,
+    qdiscs,
     queue_config,
+    queue_counters,
     queue_irqs,
-    queue_stats,
     softirqs,
     softnet,
 )
@@ -50,46 +50,46 @@ class HostReader:
     """Reads snapshots of one host (live or a captured tree); not thread-safe."""
 
     def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
-                 prober: Prober | None = None) -> None:
+                 prober: Prober | None = None, follow_irqs: Iterable[int] = ()) -> None:
         self.root = root
+        # IRQs followed besides the NICs' (counts and affinity), e.g. one a user watches
+        self.follow_irqs = frozenset(follow_irqs)
         self.prober = prober
         self.only = set(ifnames) if ifnames else None
         self._net_irqs: set[int] = set()
         self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
         self._irqbalance = host_config.IrqbalanceCache()
         self._nl = None
-        self._link_reader = None
-        self._ipr = None
+        self._rtnl = None
+        self._ethtool = None
         self.host = self._read_host()
         self.kernel = self._read_kernel()
         if root.live:
             self._open_netlink()
+        self._queue_counters = queue_counters.QueueCounterReader(self._nl, self._ethtool)
 
     # --- lifecycle ---------------------------------------------------------------------
 
     def _open_netlink(self) -> None:
-        try:
-            from nettop.netdev_genl import NetdevNetlink, NetdevUnsupported
+        """Long-lived sockets; any that cannot be opened leaves its source to sysfs."""
+        from nettop.ethtool import Ethtool
+        from nettop.netdev_genl import NetdevNetlink, NetdevUnsupported
+        from nettop.rtnl import Rtnl
+
+        for attr, factory in (("_rtnl", Rtnl), ("_ethtool", Ethtool), ("_nl", NetdevNetlink)):
             try:
-                self._nl = NetdevNetlink()
+                setattr(self, attr, factory())
             except (NetdevUnsupported, OSError):
-                self._nl = None
-        except ImportError:
-            self._nl = None
-        try:
-            from pyroute2 import IPRoute
-            self._ipr = IPRoute()
-        except Exception:  # noqa: BLE001 - no netlink at all: fall back to sysfs
-            self._ipr = None
+                setattr(self, attr, None)
 
     def close(self) -> None:
-        for h in (self._nl, self._ipr):
+        for h in (self._nl, self._rtnl, self._ethtool):
             if h is not None:
                 try:
                     h.close()
-                except Exception:  # noqa: BLE001
+                except OSError:
                     pass
-        self._nl = self._ipr = None
+        self._nl = self._rtnl = self._ethtool = None
 
     def __enter__(self) -> HostReader:
         return self
@@ -112,7 +112,8 @@ class HostReader:
 
         root = self.root
         online = take(cpus.read_online_cpus(root))
-        link_map = take(links.read_links(root, self._ipr))
+        link_map = take(interfaces.read_links(root, self._rtnl))
+        index_names = {link.ifindex: name for name, link in link_map.items()}
         if self.only is not None:
             link_map = {k: v for k, v in link_map.items() if k in self.only}
         names = sorted(link_map)
@@ -135,17 +136,11 @@ class HostReader:
         times = take(cpustat.read_stat(root))
         snet = take(softnet.read_softnet(root, online or None))
 
-        qstats = {}
-        devices: dict[str, DeviceConfig] = {}
-        for name in names:
-            if name == "lo":
-                continue
-            qstats[name] = take(queue_stats.read_queue_stats(root, name, self._nl))
-            devices[name] = self._device_config(link_map[name], problems)
-        qd = take(qdisc.read_qdiscs(root, self._ipr))
-        if self.only is not None:
-            qd = {k: v for k, v in qd.items() if k in self.only}
-        aff = take(irq_affinity.read_irq_affinity(root, sorted(mapped)))
+        nics = [n for n in names if n != "lo"]
+        qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
+        devices = {n: self._device_config(link_map[n], problems) for n in nics}
+        qd = take(qdiscs.read_qdiscs(root, self._rtnl, {i: n for i, n in index_names.items() if n in link_map}))
+        aff = take(irq_affinity.read_irq_affinity(root, sorted(mapped | self.follow_irqs)))
         hc = take(host_config.read_host_config(root, self._irqbalance))
 
         return Snapshot(
@@ -173,7 +168,7 @@ class HostReader:
     # --- helpers -----------------------------------------------------------------------
 
     def _want_irq(self, irq: int, name: str) -> bool:
-        return irq in self._net_irqs or bool(_NET_IRQ_NAME.search(name))
+        return irq in self._net_irqs or irq in self.follow_irqs or bool(_NET_IRQ_NAME.search(name))
 
     def _reparse(self, root: SysRoot, table: InterruptTable, missing: set[int],
                  problems: list[Problem]) -> InterruptTable:
@@ -197,8 +192,8 @@ class HostReader:
         problems.extend(p1)
         problems.extend(p2)
         coalesce = rings = channels = None
-        if self.root.live:
-            coalesce, rings, channels, p3 = _unpack_ethtool(ethtool_config.read_ethtool_config(self.root, name))
+        if self._ethtool is not None:
+            coalesce, rings, channels, p3 = nic_settings.read_nic_settings(self._ethtool, name)
             problems.extend(p3)
         return DeviceConfig(
             ifname=name,
@@ -225,13 +220,6 @@ class HostReader:
             return self.root.read_line("proc/sys/kernel/osrelease")
         except OSError:
             return platform.release() if self.root.live else "unknown"
-
-
-def _unpack_ethtool(result: object) -> tuple:
-    if isinstance(result, tuple) and len(result) == 4:
-        return result
-    cfg, probs = result  # type: ignore[misc]
-    return getattr(cfg, "coalesce", None), getattr(cfg, "rings", None), getattr(cfg, "channels", None), probs
 
 
 def _dedupe(problems: list[Problem]) -> tuple[Problem, ...]:

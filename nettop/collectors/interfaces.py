@@ -1,0 +1,126 @@
+"""Interface counters and state: one rtnetlink dump live, sysfs from a captured root.
+
+Bonds, bridges and teams repeat their members' traffic, so aggregates are marked
+(`is_aggregate`) and members carry their `master`; host totals count each packet once.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING
+
+from nettop.problems import Problem, from_oserror
+from nettop.snapshot import LinkStats
+from nettop.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from nettop.rtnl import LinkMsg, Rtnl
+
+AGGREGATE_KINDS = frozenset({"bond", "bridge", "team"})
+_STAT_FILES = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
+               "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
+
+
+def read_links(root: SysRoot, rtnl: Rtnl | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
+    """Every interface of the root namespace (live, over netlink) or of a captured tree."""
+    if root.live and rtnl is not None:
+        try:
+            msgs = rtnl.links()
+        except OSError as exc:
+            problems = [from_oserror("netlink RTM_GETLINK", exc)]
+            links, more = read_sysfs_links(root)
+            return links, problems + more
+        return links_from_netlink(msgs, lambda name: _speed(root, name)), []
+    return read_sysfs_links(root)
+
+
+def links_from_netlink(msgs: list[LinkMsg], speed_of) -> dict[str, LinkStats]:  # type: ignore[no-untyped-def]
+    """Pure: netlink link messages into LinkStats (speed comes from a callback)."""
+    by_index = {m.ifindex: m.name for m in msgs}
+    out: dict[str, LinkStats] = {}
+    for m in msgs:
+        s = m.stats or (0,) * 10
+        out[m.name] = LinkStats(
+            name=m.name, ifindex=m.ifindex,
+            rx_bytes=s[2], tx_bytes=s[3], rx_packets=s[0], tx_packets=s[1],
+            rx_errors=s[4], tx_errors=s[5], rx_dropped=s[6], tx_dropped=s[7],
+            operstate=m.operstate, mtu=m.mtu, txqueuelen=m.txqlen,
+            speed_mbps=speed_of(m.name),
+            kind=m.kind,
+            master=by_index.get(m.master) if m.master else None,
+            is_aggregate=m.kind in AGGREGATE_KINDS,
+            num_rx_queues=m.num_rx_queues, num_tx_queues=m.num_tx_queues,
+        )
+    return out
+
+
+def _speed(root: SysRoot, name: str) -> int | None:
+    """Link speed in Mb/s; None when the driver does not know (virtual, link down)."""
+    try:
+        v = int(root.read_line(f"sys/class/net/{name}/speed"))
+    except (OSError, ValueError):
+        return None
+    return v if v > 0 else None
+
+
+def read_sysfs_links(root: SysRoot) -> tuple[dict[str, LinkStats], list[Problem]]:
+    problems: list[Problem] = []
+    try:
+        names = sorted(root.listdir("sys/class/net"))
+    except OSError as exc:
+        return {}, [from_oserror(root.join("sys/class/net"), exc)]
+    out: dict[str, LinkStats] = {}
+    for name in names:
+        link = _sysfs_link(root, name, problems)
+        if link is not None:
+            out[name] = link
+    return out, problems
+
+
+def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats | None:
+    base = f"sys/class/net/{name}"
+
+    def num(rel: str, default: int = 0) -> int:
+        try:
+            return int(root.read_line(f"{base}/{rel}"))
+        except ValueError:
+            return default
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.EINVAL):
+                problems.append(from_oserror(root.join(f"{base}/{rel}"), exc))
+            return default
+
+    try:
+        ifindex = int(root.read_line(f"{base}/ifindex"))
+    except (OSError, ValueError):
+        return None  # not a network interface directory (e.g. bonding_masters)
+    stats = [num(f"statistics/{f}") for f in _STAT_FILES]
+    try:
+        operstate = root.read_line(f"{base}/operstate")
+    except OSError:
+        operstate = "unknown"
+    kind = None
+    if root.exists(f"{base}/bonding"):
+        kind = "bond"
+    elif root.exists(f"{base}/bridge"):
+        kind = "bridge"
+    master = None
+    try:
+        master = root.readlink(f"{base}/master").rstrip("/").rsplit("/", 1)[-1]
+    except OSError:
+        pass
+    try:
+        queues = root.listdir(f"{base}/queues")
+    except OSError:
+        queues = []
+    speed = num("speed", -1)
+    return LinkStats(
+        name=name, ifindex=ifindex,
+        rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
+        rx_errors=stats[4], tx_errors=stats[5], rx_dropped=stats[6], tx_dropped=stats[7],
+        operstate=operstate, mtu=num("mtu"), txqueuelen=num("tx_queue_len"),
+        speed_mbps=speed if speed > 0 else None,
+        kind=kind, master=master, is_aggregate=kind in AGGREGATE_KINDS,
+        num_rx_queues=sum(q.startswith("rx-") for q in queues),
+        num_tx_queues=sum(q.startswith("tx-") for q in queues),
+    )

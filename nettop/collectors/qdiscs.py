@@ -1,0 +1,56 @@
+"""qdisc statistics per interface, mq's per-queue children included (rtnetlink tc dump).
+
+A captured root has no qdisc data (sysfs does not expose it), so it yields none.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nettop.problems import Problem, from_oserror
+from nettop.snapshot import QdiscStats
+from nettop.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from nettop.rtnl import QdiscMsg, Rtnl
+
+
+def read_qdiscs(root: SysRoot, rtnl: Rtnl | None, ifnames: dict[int, str]
+                ) -> tuple[dict[str, tuple[QdiscStats, ...]], list[Problem]]:
+    """qdiscs keyed by interface name; `ifnames` maps ifindex → name from the link dump."""
+    if not root.live or rtnl is None:
+        return {}, []
+    try:
+        msgs = rtnl.qdiscs()
+    except OSError as exc:
+        return {}, [from_oserror("netlink RTM_GETQDISC", exc)]
+    return qdiscs_from_netlink(msgs, ifnames), []
+
+
+def qdiscs_from_netlink(msgs: list[QdiscMsg], ifnames: dict[int, str]) -> dict[str, tuple[QdiscStats, ...]]:
+    """Pure: tc dump messages into QdiscStats, root first, children in handle order."""
+    from nettop.rtnl import tc_handle, tc_parent
+
+    grouped: dict[str, list[QdiscStats]] = {}
+    for m in msgs:
+        name = ifnames.get(m.ifindex)
+        if name is None:  # interface vanished between the two dumps
+            continue
+        grouped.setdefault(name, []).append(QdiscStats(
+            ifname=name, kind=m.kind, handle=tc_handle(m.handle), parent=tc_parent(m.parent),
+            bytes=m.bytes, packets=m.packets, drops=m.drops, overlimits=m.overlimits,
+            requeues=m.requeues, backlog_bytes=m.backlog, backlog_packets=m.qlen,
+        ))
+    order = {"root": 0}
+    return {
+        name: tuple(sorted(rows, key=lambda q: (order.get(q.parent, 1), _num(q.parent))))
+        for name, rows in grouped.items()
+    }
+
+
+def _num(parent: str) -> tuple[int, int]:
+    try:
+        major, minor = parent.split(":")
+        return int(major or "0", 16), int(minor or "0", 16)
+    except ValueError:
+        return (1 << 32, 0)

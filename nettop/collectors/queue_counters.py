@@ -1,0 +1,115 @@
+"""Per-queue packets and bytes: netdev netlink qstats where the driver exports them,
+else the driver's per-queue names in `ethtool -S` (read through the ioctl).
+
+Drivers name per-queue statistics in their own ways; `parse_queue_stat_names` knows the
+common ones. Only names that really count a queue's packets/bytes are used (veth's
+`rx_queue_N_xdp_packets` counts only XDP/GRO-path packets, so veth gets none).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable
+
+from nettop.problems import Problem
+from nettop.snapshot import QueueCounters, QueueStats
+
+if TYPE_CHECKING:
+    from nettop.ethtool import Ethtool
+    from nettop.netdev_genl import NetdevNetlink
+
+# (pattern, groups) → kind, index, field; packets/bytes may be split by cast (bnxt): summed
+_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, str, str]], ...] = (
+    (re.compile(r"^(rx|tx)(\d+)_(packets|bytes)$"), ("k", "i", "f")),  # mlx5
+    (re.compile(r"^(rx|tx)_queue_(\d+)_(packets|bytes)$"), ("k", "i", "f")),  # ixgbe igb ice virtio<6.10
+    (re.compile(r"^(rx|tx)-(\d+)\.(?:rx_|tx_)?(packets|bytes)$"), ("k", "i", "f")),  # i40e
+    (re.compile(r"^queue_(\d+)_(rx|tx)_(cnt|bytes)$"), ("i", "k", "f")),  # ena
+    (re.compile(r"^\[(\d+)\]: (rx|tx)_(?:ucast|mcast|bcast)_(packets|bytes)$"), ("i", "k", "f")),  # bnxt
+)
+
+
+def parse_queue_stat_names(names: Iterable[str]) -> dict[int, tuple[str, int, str]]:
+    """Pure: positions of per-queue counters in an ethtool -S name list.
+
+    Returns {position: (kind "rx"/"tx", queue index, "packets"/"bytes")}.
+    """
+    out: dict[int, tuple[str, int, str]] = {}
+    for pos, name in enumerate(names):
+        for pat, order in _PATTERNS:
+            m = pat.match(name)
+            if not m:
+                continue
+            g = dict(zip(order, m.groups()))
+            field = "packets" if g["f"] == "cnt" else g["f"]
+            out[pos] = (g["k"], int(g["i"]), field)
+            break
+    return out
+
+
+def counters_from_positions(positions: dict[int, tuple[str, int, str]], values: list[int]
+                            ) -> tuple[QueueCounters, ...]:
+    acc: dict[tuple[str, int], dict[str, int]] = {}
+    for pos, (kind, idx, field) in positions.items():
+        if pos < len(values):
+            slot = acc.setdefault((kind, idx), {})
+            slot[field] = slot.get(field, 0) + values[pos]
+    return tuple(QueueCounters(k, i, v.get("packets"), v.get("bytes")) for (k, i), v in sorted(acc.items()))
+
+
+def counters_from_qstats(rows: list[dict]) -> dict[int, tuple[QueueCounters, ...]]:
+    """Pure: qstats-get rows (all interfaces) grouped per ifindex."""
+    out: dict[int, list[QueueCounters]] = {}
+    for r in rows:
+        kind = r.get("queue_type")
+        if kind not in ("rx", "tx") or "queue_id" not in r:
+            continue
+        out.setdefault(r["ifindex"], []).append(QueueCounters(
+            kind, r["queue_id"], r.get(f"{kind}_packets"), r.get(f"{kind}_bytes")))
+    return {k: tuple(sorted(v, key=lambda q: (q.kind, q.index))) for k, v in out.items()}
+
+
+class QueueCounterReader:
+    """Keeps the netlink support answer and each device's ethtool string table."""
+
+    def __init__(self, nl: NetdevNetlink | None, ethtool: Ethtool | None) -> None:
+        self._nl = nl
+        self._ethtool = ethtool
+        self._tables: dict[tuple[str, int], tuple[int, dict[int, tuple[str, int, str]]]] = {}
+
+    def read(self, links: dict[str, int]) -> tuple[dict[str, QueueStats], list[Problem]]:
+        """Per-queue counters for `links` (name → ifindex)."""
+        problems: list[Problem] = []
+        by_index: dict[int, tuple[QueueCounters, ...]] = {}
+        if self._nl is not None:
+            try:
+                by_index = counters_from_qstats(self._nl.qstats())
+            except Exception as exc:  # noqa: BLE001 - NetdevUnsupported or a socket error
+                self._nl = None
+                problems.append(Problem("netdev qstats-get", f"per-queue counters over netlink unavailable: {exc}"))
+        out: dict[str, QueueStats] = {}
+        for name, ifindex in links.items():
+            if ifindex in by_index:
+                out[name] = QueueStats(name, by_index[ifindex], "netdev-qstats")
+                continue
+            queues = self._ethtool_queues(name, ifindex)
+            out[name] = QueueStats(name, queues, "ethtool-stats" if queues else "none")
+        for key in [k for k in self._tables if links.get(k[0]) != k[1]]:
+            del self._tables[key]
+        return out, problems
+
+    def _ethtool_queues(self, name: str, ifindex: int) -> tuple[QueueCounters, ...]:
+        if self._ethtool is None:
+            return ()
+        key = (name, ifindex)
+        try:
+            n = self._ethtool.stat_count(name)
+            cached = self._tables.get(key)
+            if cached is None or cached[0] != n:  # driver reloaded or first look
+                cached = (n, parse_queue_stat_names(self._ethtool.stat_names(name, n)) if n else {})
+                self._tables[key] = cached
+            if not cached[1]:
+                return ()
+            return counters_from_positions(cached[1], self._ethtool.stats(name, n))
+        except OSError:
+            self._tables[key] = (-1, {})
+            return ()
