@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--root", type=_root, default=None, dest="snap_root", help="read a captured /proc + /sys tree")
     s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE")
     _ping_args(s, prefix="snap_")
+    from nettop.actions.cli_set import add_subcommands
+    add_subcommands(sub)
     return p
 
 
@@ -134,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command in ("set", "undo", "redo", "journal", "restore", "revert"):
+            from nettop.actions.cli_set import run as run_tuning
+            return run_tuning(args)
         if args.command == "snapshot":
             return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
                                 args.snap_iface or args.iface, args.json,

@@ -5,7 +5,7 @@ Import the setting modules so their kinds are registered for journal replay.
 
 from __future__ import annotations
 
-from nettop.actions import bql, irq, link, qdisc, rps_xps, sysctl  # noqa: F401  (registers kinds)
+from nettop.actions import bql, ethtool, irq, link, qdisc, rps_xps, sysctl  # noqa: F401  (registers kinds)
 from nettop.actions.base import ActionError, Change, Plan, Result, Setting
 from nettop.actions.journal import Journal
 from nettop.actions.tuner import Drift, NeedsConfirm, Tuner, read_only_reason

@@ -1,0 +1,228 @@
+"""`nettop set ...`, `undo`, `redo`, `journal`, `restore`, `revert`: the tuner for scripts.
+
+Each command builds Changes, plans them (validation, "before → after", confirmation
+reasons) and, unless --dry-run, applies them as one undo step. Disruptive changes need
+--yes. With --json one document goes to stdout; errors are one line on stderr and exit
+status 2 (1 when the kernel refused a write), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from nettop.actions import ethtool, irq, rps_xps
+from nettop.actions.base import ActionError, Change, Result
+from nettop.actions.bql import BqlLimit
+from nettop.actions.conflicts import ban_irqs, find_conflicts
+from nettop.actions.link import Mtu, TxQueueLen
+from nettop.actions.qdisc import RootQdisc
+from nettop.actions.sysctl import Sysctl
+from nettop.actions.tuner import NeedsConfirm, Tuner, describe_entry
+
+COMMANDS = ("set", "undo", "redo", "journal", "restore", "revert")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--dry-run", action="store_true", help="validate and show, change nothing")
+
+
+def _late(p: argparse.ArgumentParser) -> None:
+    """The same flags after the setting's arguments (`set irq 30 1 --dry-run`)."""
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument("-y", "--yes", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument("--ban", action="store_true", default=argparse.SUPPRESS)
+
+
+def add_subcommands(sub: Any) -> None:
+    """Add the tuning subcommands to nettop's argparse subparsers."""
+    s = sub.add_parser("set", help="change a setting (validated, journaled, undoable)")
+    _common(s)
+    s.add_argument("-y", "--yes", action="store_true", help="confirm disruptive changes (MTU, qdisc, rings)")
+    s.add_argument("--ban", action="store_true", help="also ban moved IRQs from irqbalance")
+    what = s.add_subparsers(dest="what", required=True)
+    a = what.add_parser("irq", help="IRQ CPUS | IFACE spread CPUS | IFACE hint | IFACE numa")
+    a.add_argument("target", help="an IRQ number, or an interface for spread/hint/numa")
+    a.add_argument("args", nargs="+")
+    for name in ("rps", "xps"):
+        a = what.add_parser(name, help=f"IFACE QUEUE|all CPUS ({name}_cpus)")
+        a.add_argument("iface")
+        a.add_argument("queue")
+        a.add_argument("cpus")
+    a = what.add_parser("rfs", help="IFACE ENTRIES [FLOW_CNT]")
+    a.add_argument("iface")
+    a.add_argument("entries", type=int)
+    a.add_argument("flow_cnt", type=int, nargs="?")
+    for name in ("coalesce", "rings", "channels", "features"):
+        a = what.add_parser(name, help="IFACE KEY=VALUE...")
+        a.add_argument("iface")
+        a.add_argument("pairs", nargs="+")
+    a = what.add_parser("qdisc", help="IFACE KIND [KEY=VALUE...] (mq: children=KIND)")
+    a.add_argument("iface")
+    a.add_argument("qkind")
+    a.add_argument("pairs", nargs="*")
+    for name in ("txqueuelen", "mtu"):
+        a = what.add_parser(name, help="IFACE VALUE")
+        a.add_argument("iface")
+        a.add_argument("value")
+    a = what.add_parser("bql", help="IFACE QUEUE limit_max|limit_min VALUE")
+    a.add_argument("iface")
+    a.add_argument("queue", type=int)
+    a.add_argument("which")
+    a.add_argument("value")
+    a = what.add_parser("sysctl", help="NAME VALUE")
+    a.add_argument("name")
+    a.add_argument("value", nargs="+")
+    for sp in what.choices.values():
+        _late(sp)
+    for name, text in (("undo", "undo the last change"), ("redo", "redo the last undone change")):
+        u = sub.add_parser(name, help=text)
+        _common(u)
+        u.add_argument("--force", action="store_true", help="even if someone else changed the value since")
+    j = sub.add_parser("journal", help="show the tuning journal and drift")
+    j.add_argument("--json", action="store_true")
+    for name, text in (("restore", "put every value nettop changed back (after a crash)"),
+                       ("revert", "revert every change of this session")):
+        r = sub.add_parser(name, help=text)
+        _common(r)
+
+
+def _pairs(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        k, eq, v = p.partition("=")
+        if not eq or not k:
+            raise ActionError(f"{p!r} is not KEY=VALUE")
+        out[k] = v
+    return out
+
+
+def build_changes(a: argparse.Namespace) -> list[Change]:
+    w = a.what
+    if w == "irq":
+        if a.target.isdigit():
+            return [irq.move_irq(int(a.target), a.args[0])]
+        mode = a.args[0]
+        irqs = irq.queue_irqs(a.target)
+        if mode == "spread" and len(a.args) == 2:
+            return irq.spread(irqs, a.args[1])
+        if mode == "hint":
+            return irq.apply_hints(irqs)
+        if mode == "numa":
+            return irq.numa_local(a.target, irqs)
+        raise ActionError("use `set irq IRQ CPUS`, `set irq IFACE spread CPUS`, `set irq IFACE hint` or `set irq IFACE numa`")
+    if w in ("rps", "xps"):
+        if a.queue == "all":
+            if w == "rps":
+                return rps_xps.rps_all(a.iface, a.cpus)
+            raise ActionError("xps takes one queue number")
+        q = _queue(a.queue)
+        cls = rps_xps.RpsCpus if w == "rps" else rps_xps.XpsCpus
+        return [Change(cls(a.iface, q), a.cpus)]
+    if w == "rfs":
+        return rps_xps.rfs(a.iface, a.entries, a.flow_cnt)
+    if w in ("coalesce", "rings", "channels", "features"):
+        params = _pairs(a.pairs)
+        return [Change(ethtool.make(w, a.iface, params), params)]
+    if w == "qdisc":
+        params = _pairs(a.pairs)
+        children = params.pop("children", None)
+        value: dict[str, Any] = {"kind": a.qkind, "params": params}
+        if children:
+            value["children"] = children
+        return [Change(RootQdisc(a.iface), value)]
+    if w == "txqueuelen":
+        return [Change(TxQueueLen(a.iface), a.value)]
+    if w == "mtu":
+        return [Change(Mtu(a.iface), a.value)]
+    if w == "bql":
+        return [Change(BqlLimit(a.iface, a.queue, a.which), a.value)]
+    if w == "sysctl":
+        return [Change(Sysctl(a.name), " ".join(a.value))]
+    raise ActionError(f"nettop cannot set {w!r}")
+
+
+def _queue(text: str) -> int:
+    if not text.isdigit():
+        raise ActionError(f"queue {text!r} is not a queue number (or `all`)")
+    return int(text)
+
+
+def _emit(doc: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        for line in lines:
+            print(line)
+
+
+def _results(results: list[Result]) -> list[dict[str, Any]]:
+    return [{"key": r.key, "text": r.text, "before": r.before, "requested": r.requested, "after": r.after,
+             "verified": r.verified, "effective": r.effective, "entry": r.entry} for r in results]
+
+
+def run(args: argparse.Namespace, tuner: Tuner | None = None) -> int:
+    """Run one tuning command; returns the exit status."""
+    t = tuner or Tuner()
+    as_json = getattr(args, "json", False)
+    try:
+        if args.command == "set":
+            return _run_set(args, t, as_json)
+        if args.command == "journal":
+            st = t.state()
+            drift = t.drift()
+            entries = [describe_entry(e) for e in st.entries]
+            _emit({"path": t.journal.path, "entries": entries, "undo": st.undo, "redo": st.redo,
+                   "drift": [d.line() for d in drift]}, as_json,
+                  [f"{e['time']} #{e['id']} {e['action']}: {e['text']}"
+                   + ("" if e["ended"] else " (never completed: nettop died; run `nettop restore`)")
+                   + (f" FAILED: {e['error']}" if e["error"] else "") for e in entries]
+                  + [f"drift: {d.line()}" for d in drift]
+                  + ([] if entries else [f"no changes in {t.journal.path}"]))
+            return 0
+        if getattr(args, "dry_run", False):
+            st = t.state()
+            stack = st.undo if args.command == "undo" else st.redo
+            todo = ([e.text for e in st.groups.get(stack[-1], []) if e.action == "set"] if args.command in ("undo", "redo") and stack
+                    else [e.text for e in st.originals().values()])
+            _emit({"dry_run": True, "command": args.command, "would_change": todo}, as_json,
+                  [f"would {args.command}: {x}" for x in todo] or [f"nothing to {args.command}"])
+            return 0
+        if args.command in ("undo", "redo"):
+            res = t.undo(args.force) if args.command == "undo" else t.redo(args.force)
+        else:
+            res = t.restore() if args.command == "restore" else t.revert_all()
+        _emit({"command": args.command, "results": _results(res)}, as_json,
+              [r.line() for r in res] or [f"{args.command}: nothing to put back"])
+        return 0
+    except ActionError as exc:
+        print(f"nettop: {exc}", file=sys.stderr)
+        return 2 if exc.errno is None else 1
+
+
+def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
+    plans = t.plan(build_changes(args))
+    conflicts = find_conflicts({p.setting.kind for p in plans})
+    warn = [c.message for c in conflicts]
+    if args.dry_run:
+        _emit({"dry_run": True, "changes": [{"key": p.setting.key, "text": p.text, "before": p.before,
+                                              "value": p.value, "confirm": p.confirm} for p in plans],
+               "warnings": warn, "read_only": t.read_only}, as_json,
+              [f"would set {p.text}" + (f" (needs --yes: {p.confirm})" if p.confirm else "") for p in plans]
+              + [f"warning: {w}" for w in warn])
+        return 0
+    try:
+        results = t.apply(plans, confirmed=args.yes)
+    except NeedsConfirm as exc:
+        raise ActionError(f"{exc}; add --yes to go ahead") from None
+    banned = None
+    if args.ban:
+        banned = ban_irqs(p.setting.irq for p in plans if p.setting.kind == "irq_affinity")  # type: ignore[attr-defined]
+    _emit({"results": _results(results), "warnings": warn, "irqbalance_ban": banned}, as_json,
+          [r.line() for r in results] + [f"warning: {w}" for w in warn])
+    return 0

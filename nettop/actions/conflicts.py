@@ -1,0 +1,95 @@
+"""Who else changes what nettop changes: irqbalance, a tuned profile, and drift.
+
+irqbalance rewrites smp_affinity every few seconds, so an IRQ nettop moves is moved back
+unless irqbalance is told to leave it alone. Its control socket
+(/run/irqbalance/irqbalance<PID>.sock, SOCK_STREAM) takes "settings ban irqs N M ...",
+which *replaces* its runtime ban list, and it only obeys a sender whose SCM_CREDENTIALS
+say uid 0, so the credentials are sent with the command. The alternative, stopping it
+(`systemctl stop irqbalance`), is the operator's call and is only suggested.
+
+A tuned profile re-applies its sysctls and IRQ settings on its own schedule; its name is
+in /etc/tuned/active_profile. Drift (a value nettop set that is now different) comes
+from `Tuner.drift()`, which compares the journal's read-back with the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Iterable
+
+from nettop.actions.base import ActionError
+from nettop.collectors.host_config import IrqbalanceCache, pid_from_sockets
+from nettop.sysroot import SysRoot
+
+TUNED_ACTIVE = "etc/tuned/active_profile"
+SOCKET_DIRS = ("run/irqbalance", "var/run/irqbalance")
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    what: str  # "irqbalance", "tuned", "drift"
+    message: str  # one line: what will happen and what to do
+
+
+def ban_command(irqs: Iterable[int]) -> bytes:
+    """The irqbalance socket command that makes its ban list exactly `irqs`."""
+    ids = sorted(set(irqs))
+    return ("settings ban irqs " + (" ".join(str(i) for i in ids) if ids else "NONE")).encode()
+
+
+def irqbalance_socket(root: SysRoot, pid: int) -> str | None:
+    for d in SOCKET_DIRS:
+        path = root.join(f"{d}/irqbalance{pid}.sock")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def send_ban(path: str, irqs: Iterable[int], timeout: float = 2.0) -> None:
+    """Send the ban command to an irqbalance control socket, with our credentials."""
+    creds = struct.pack("iII", os.getpid(), os.getuid(), os.getgid())
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(path)
+            s.sendmsg([ban_command(irqs)], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+    except OSError as exc:
+        raise ActionError(f"cannot tell irqbalance ({path}) to leave the IRQs alone: {exc.strerror or exc}; "
+                          "stop it with `systemctl stop irqbalance` instead", exc.errno) from None
+
+
+def ban_irqs(irqs: Iterable[int], root: SysRoot = SysRoot("/")) -> str:
+    """Ban IRQs from the running irqbalance; returns the socket used. ActionError if none runs."""
+    pid = pid_from_sockets(root)
+    path = irqbalance_socket(root, pid) if pid is not None else None
+    if path is None:
+        raise ActionError("no running irqbalance with a control socket was found; nothing to ban")
+    send_ban(path, irqs)
+    return path
+
+
+def tuned_profile(root: SysRoot = SysRoot("/")) -> str | None:
+    try:
+        name = root.read_line(TUNED_ACTIVE)
+    except OSError:
+        return None
+    return name or None
+
+
+def find_conflicts(kinds: Iterable[str], root: SysRoot = SysRoot("/"),
+                   irqbalance: IrqbalanceCache | None = None) -> list[Conflict]:
+    """Warnings for a change touching settings of these kinds ("irq_affinity", "sysctl", ...)."""
+    kinds = set(kinds)
+    out = []
+    if "irq_affinity" in kinds and (irqbalance or IrqbalanceCache()).running(root):
+        out.append(Conflict("irqbalance", "irqbalance is running and will move these IRQs back within "
+                                          "seconds: ban them (`nettop set irq ... --ban`) or stop it "
+                                          "(`systemctl stop irqbalance`)"))
+    profile = tuned_profile(root)
+    if profile:
+        out.append(Conflict("tuned", f"tuned profile {profile!r} is active and may re-apply its own "
+                                     "values; switch it off with `tuned-adm off` to keep nettop's"))
+    return out

@@ -1,0 +1,139 @@
+"""Coalescing, ring sizes, channel counts and offloads, through ethtool netlink.
+
+Written against `nettop.ethtool_nl.EthtoolNetlink` (imported when used), whose errors
+carry the kernel's own extack text ("netlink error: ...: unsupported parameter"): that
+text is what the operator sees. The value is a dict of ethtool CLI names ("rx-usecs",
+"adaptive-rx", "combined", "gro"); only the keys asked for are read back and compared,
+and only keys the driver reports can be set, so an unsupported parameter is refused
+before anything is written. Rings and channels may reset the link: they ask first.
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+from typing import Any
+
+from nettop.actions.base import ActionError, Setting, Value, need_iface, register
+
+BOOL_KEYS = {"adaptive-rx", "adaptive-tx", "gro", "gso", "tso", "lro", "rx", "tx"}
+
+
+def _nl() -> Any:
+    try:
+        from nettop.ethtool_nl import EthtoolNetlink
+    except ImportError:
+        raise ActionError("ethtool netlink support (nettop.ethtool_nl) is not available in this "
+                          "nettop; use `ethtool` for this change", errno.EOPNOTSUPP) from None
+    return EthtoolNetlink()
+
+
+def _parse(key: str, v: Any) -> int | bool:
+    if isinstance(v, bool) or key in BOOL_KEYS:
+        if isinstance(v, bool):
+            return v
+        t = str(v).strip().lower()
+        if t in ("on", "1", "true", "yes"):
+            return True
+        if t in ("off", "0", "false", "no"):
+            return False
+        raise ActionError(f"{key}={v!r}: give on or off")
+    try:
+        n = int(str(v).strip(), 0)
+    except ValueError:
+        raise ActionError(f"{key}={v!r}: give a whole number") from None
+    if n < 0 or n > 2**32 - 1:
+        raise ActionError(f"{key}={n}: out of range (0 to 4294967295)", errno.ERANGE)
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class _EthtoolSetting(Setting):
+    ifname: str
+    keys: tuple[str, ...]  # which parameters this setting covers (the ones requested)
+    what = ""  # "coalesce", "rings", "channels", "features"
+
+    @property
+    def key(self) -> str:
+        return f"{self.what} {self.ifname} {','.join(self.keys)}"
+
+    def _get(self) -> dict[str, Any]:
+        with _nl() as nl:
+            return dict(getattr(nl, f"get_{self.what}")(self.ifname))
+
+    def read(self) -> Value:
+        cur = self._get()
+        return {k: cur.get(k) for k in self.keys}
+
+    def normalize(self, value: Value) -> Value:
+        need_iface(self.ifname)
+        if not isinstance(value, dict) or not value:
+            raise ActionError(f"{self.what} {self.ifname}: give KEY=VALUE pairs")
+        try:
+            cur = self._get()
+        except OSError as exc:
+            raise ActionError(self.explain(exc), exc.errno) from None
+        unsupported = [k for k in value if k not in cur]
+        if unsupported:
+            offered = ", ".join(sorted(cur)) or "none"
+            raise ActionError(f"{self.ifname}'s driver does not offer {self.what} "
+                              f"{', '.join(unsupported)} (it offers: {offered})", errno.EOPNOTSUPP)
+        out = {k: _parse(k, v) for k, v in value.items()}
+        self._check_max(out, cur)
+        return out
+
+    def _check_max(self, value: dict[str, Any], cur: dict[str, Any]) -> None:
+        for k, v in value.items():
+            mx = cur.get(f"{k}-max")
+            if isinstance(mx, int) and not isinstance(v, bool) and v > mx:
+                raise ActionError(f"{self.what} {self.ifname} {k}={v}: the device maximum is {mx}", errno.ERANGE)
+
+    def write(self, value: Value) -> None:
+        with _nl() as nl:
+            getattr(nl, f"set_{self.what}")(self.ifname, value)
+
+    def explain(self, exc: OSError) -> str:
+        extack = getattr(exc, "extack", None)
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        if extack:
+            return f"{self.what} {self.ifname}: {extack} ({name})"
+        return super(_EthtoolSetting, self).explain(exc)
+
+
+@register
+@dataclass(frozen=True, slots=True)
+class Coalesce(_EthtoolSetting):
+    kind = "coalesce"
+    what = "coalesce"
+
+
+@register
+@dataclass(frozen=True, slots=True)
+class Rings(_EthtoolSetting):
+    kind = "rings"
+    what = "rings"
+
+    def confirm_reason(self, before: Value, value: Value) -> str | None:
+        return "changing ring sizes resets the NIC on most drivers (the link drops briefly)"
+
+
+@register
+@dataclass(frozen=True, slots=True)
+class Channels(_EthtoolSetting):
+    kind = "channels"
+    what = "channels"
+
+    def confirm_reason(self, before: Value, value: Value) -> str | None:
+        return "changing channel counts recreates the queues and their IRQs (the link drops briefly)"
+
+
+@register
+@dataclass(frozen=True, slots=True)
+class Features(_EthtoolSetting):
+    kind = "features"
+    what = "features"
+
+
+def make(what: str, ifname: str, params: dict[str, str]) -> Setting:
+    cls = {"coalesce": Coalesce, "rings": Rings, "channels": Channels, "features": Features}[what]
+    return cls(ifname, tuple(params))
