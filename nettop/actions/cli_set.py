@@ -197,8 +197,9 @@ def run(args: argparse.Namespace, tuner: Tuner | None = None) -> int:
             res = t.undo(args.force) if args.command == "undo" else t.redo(args.force)
         else:
             res = t.restore() if args.command == "restore" else t.revert_all()
-        _emit({"command": args.command, "results": _results(res)}, as_json,
-              [r.line() for r in res] or [f"{args.command}: nothing to put back"])
+        gone = [f"skipped: {x}" for x in t.skipped]
+        _emit({"command": args.command, "results": _results(res), "skipped": t.skipped}, as_json,
+              [r.line() for r in res] + gone or [f"{args.command}: nothing to put back"])
         return 0
     except ActionError as exc:
         print(f"nettop: {exc}", file=sys.stderr)

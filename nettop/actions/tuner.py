@@ -55,6 +55,7 @@ class Tuner:
         self.on_event = on_event
         self.read_only = read_only_reason() if read_only == "auto" else read_only
         self._lock = threading.Lock()
+        self.skipped: list[str] = []  # what the last revert/restore found gone
 
     # -- planning ---------------------------------------------------------------------
     def plan(self, changes: Sequence[Change]) -> list[Plan]:
@@ -185,12 +186,14 @@ class Tuner:
             group = st.next_group
             st.next_group += 1
             results, errors = [], []
+            self.skipped = []
             for e in reversed(originals):
                 try:
                     s = from_record(e.setting)
                     now = self._read(s)
                 except ActionError as exc:
-                    errors.append(str(exc))
+                    # a vanished interface or IRQ took its value with it: nothing to put back
+                    (self.skipped if exc.errno in (errno.ENOENT, errno.ENODEV) else errors).append(str(exc))
                     continue
                 if now == e.before:
                     continue
