@@ -20,7 +20,7 @@ from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.sysctl import Sysctl
-from nettop.actions.tuner import NeedsConfirm, Tuner, describe_entry
+from nettop.actions.tuner import KernelRefused, NeedsConfirm, Tuner, describe_entry
 
 COMMANDS = ("set", "undo", "redo", "journal", "restore", "revert")
 
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace, tuner: Tuner | None = None) -> int:
         return 0
     except ActionError as exc:
         print(f"nettop: {exc}", file=sys.stderr)
-        return 2 if exc.errno is None else 1
+        return 1 if isinstance(exc, KernelRefused) else 2
 
 
 def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:

@@ -36,6 +36,10 @@ class NeedsConfirm(ActionError):
     """The plan holds disruptive changes and `confirmed` was not given."""
 
 
+class KernelRefused(ActionError):
+    """A write the kernel refused; the group's earlier writes were put back."""
+
+
 @dataclass(frozen=True, slots=True)
 class Drift:
     """A value nettop set that someone else changed afterwards."""
@@ -99,7 +103,7 @@ class Tuner:
             res = self._write_one(st, group, action, ref, setting, before, value, text)
             if res.error is not None:
                 self._rollback(st, group, done)
-                raise ActionError(res.error)
+                raise KernelRefused(res.error)
             done.append((setting, before))
             results.append(res)
         return results
