@@ -1,0 +1,72 @@
+"""Moving a harmless real IRQ (virtio0-deflate, the balloon's deflate queue) and back."""
+
+from __future__ import annotations
+
+import pytest
+
+from nettop.actions import ActionError, Change, Journal, Tuner
+from nettop.actions.irq import IrqAffinity, parse_cpus, spread
+
+
+def irq_named(name: str) -> int | None:
+    with open("/proc/interrupts") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[-1] == name:
+                return int(parts[0].rstrip(":"))
+    return None
+
+
+def read(irq: int, name: str = "smp_affinity_list") -> str:
+    with open(f"/proc/irq/{irq}/{name}") as f:
+        return f.read().strip()
+
+
+@pytest.fixture
+def deflate_irq():
+    irq = irq_named("virtio0-deflate") or irq_named("virtio0-inflate")
+    if irq is None:
+        pytest.skip("no virtio balloon IRQ to move on this machine")
+    original = read(irq)
+    try:
+        yield irq
+    finally:
+        with open(f"/proc/irq/{irq}/smp_affinity_list", "w") as f:
+            f.write(original)
+
+
+def test_move_irq_to_cpu1_shows_requested_and_effective_then_undo(deflate_irq, tmp_path):
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    before = read(deflate_irq)
+    res = t.apply(t.plan([Change(IrqAffinity(deflate_irq), "1")]))
+    assert read(deflate_irq) == "1" and res[0].verified
+    assert res[0].effective == "effective " + read(deflate_irq, "effective_affinity_list")
+    assert res[0].line().endswith(f"({res[0].effective})")
+    t.undo()
+    assert read(deflate_irq) == before
+
+
+def test_irq_hex_mask_request(deflate_irq, tmp_path):
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    t.apply(t.plan([Change(IrqAffinity(deflate_irq), "0x1")]))
+    assert read(deflate_irq) == "0"
+    t.revert_all()
+
+
+def test_offline_or_missing_cpu_is_refused(deflate_irq, tmp_path):
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    before = read(deflate_irq)
+    with pytest.raises(ActionError, match=r"CPU 5 does not exist"):
+        t.plan([Change(IrqAffinity(deflate_irq), "5")])
+    assert read(deflate_irq) == before
+
+
+def test_spread_assigns_one_cpu_per_irq_round_robin():
+    changes = spread([30, 31, 32], "0-1")
+    assert [(c.setting.irq, c.value) for c in changes] == [(30, "0"), (31, "1"), (32, "0")]
+
+
+@pytest.mark.parametrize("text,cpus", [("0-3,8", (0, 1, 2, 3, 8)), ("f0", (4, 5, 6, 7)), ("0x3", (0, 1)),
+                                       ("3", (3,)), ("1,00000000", (32,)), ("0,2", (0, 2))])
+def test_parse_cpus_takes_lists_and_masks(text, cpus):
+    assert parse_cpus(text) == cpus
