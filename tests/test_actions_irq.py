@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
-from nettop.actions import ActionError, Change, Journal, Tuner
+from nettop.actions import ActionError, Change, Journal, Plan, Tuner
+from nettop.actions.tuner import KernelRefused
 from nettop.actions.irq import IrqAffinity, parse_cpus, spread
 
 
@@ -70,3 +73,24 @@ def test_spread_assigns_one_cpu_per_irq_round_robin():
                                        ("3", (3,)), ("1,00000000", (32,)), ("0,2", (0, 2))])
 def test_parse_cpus_takes_lists_and_masks(text, cpus):
     assert parse_cpus(text) == cpus
+
+
+@pytest.mark.parametrize("value,err,text", [
+    ("5", errno.ERANGE, "wider than this kernel's CPUs (ERANGE)"),
+    ("", errno.EINVAL, "holds no online CPU"),
+])
+def test_kernel_refusal_is_journaled_as_failed_and_changes_nothing(deflate_irq, tmp_path, value, err, text):
+    # GIVEN a plan that skipped validation, so the kernel itself answers
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    s = IrqAffinity(deflate_irq)
+    before = read(deflate_irq)
+    plan = Plan(s, before, value, None, f"{s.key}: {before} → {value}")
+    # WHEN it is applied
+    with pytest.raises(KernelRefused) as exc:
+        t.apply([plan])
+    # THEN one line names the IRQ and the reason, and host and journal agree nothing changed
+    assert str(exc.value).startswith(f"IRQ {deflate_irq}: ") and text in str(exc.value)
+    assert read(deflate_irq) == before
+    st = t.state()
+    assert st.undo == [] and [(e.after, e.verified) for e in st.entries] == [(before, False)]
+    assert t.revert_all() == []

@@ -2,9 +2,10 @@
 
 irqbalance rewrites smp_affinity every few seconds, so an IRQ nettop moves is moved back
 unless irqbalance is told to leave it alone. Its control socket
-(/run/irqbalance/irqbalance<PID>.sock, SOCK_STREAM) takes "settings ban irqs N M ...",
-which *replaces* its runtime ban list, and it only obeys a sender whose SCM_CREDENTIALS
-say uid 0, so the credentials are sent with the command. The alternative, stopping it
+(/run/irqbalance/irqbalance<PID>.sock, SOCK_STREAM, one command per connection) takes
+"settings ban irqs N M ...", which *replaces* its runtime ban list, so the list it has is
+read first with "setup" and the IRQs are added to it. It only obeys a sender whose
+SCM_CREDENTIALS say uid 0, so the credentials go with every command. The alternative, stopping it
 (`systemctl stop irqbalance`), is the operator's call and is only suggested.
 
 A tuned profile re-applies its sysctls and IRQ settings on its own schedule; its name is
@@ -48,17 +49,43 @@ def irqbalance_socket(root: SysRoot, pid: int) -> str | None:
     return None
 
 
-def send_ban(path: str, irqs: Iterable[int], timeout: float = 2.0) -> None:
-    """Send the ban command to an irqbalance control socket, with our credentials."""
+def _request(path: str, command: bytes, reply: bool, timeout: float) -> bytes:
+    """One command per connection, as irqbalance reads it: one recvmsg of at most 500 bytes."""
     creds = struct.pack("iII", os.getpid(), os.getuid(), os.getgid())
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendmsg([command], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+        if not reply:
+            return b""
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+
+
+def parse_setup(reply: bytes) -> list[int]:
+    """Banned IRQs from irqbalance's "setup" reply: "SLEEP 10 IRQ 30 LOAD 0 DIFF 0 CLASS 0 ... BANNED 0"."""
+    words = reply.decode("ascii", "replace").split()
+    return sorted({int(words[i + 1]) for i, w in enumerate(words[:-1]) if w == "IRQ" and words[i + 1].isdigit()})
+
+
+def send_ban(path: str, irqs: Iterable[int], timeout: float = 2.0) -> list[int]:
+    """Add IRQs to irqbalance's ban list (read with "setup", then replaced); returns the new list."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(path)
-            s.sendmsg([ban_command(irqs)], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+        current = parse_setup(_request(path, b"setup", True, timeout))
+        banned = sorted(set(current) | set(irqs))
+        command = ban_command(banned)
+        if len(command) > 255:
+            raise ActionError(f"too many IRQs to ban through irqbalance's socket ({len(banned)}); "
+                              "stop it with `systemctl stop irqbalance` instead")
+        _request(path, command, False, timeout)
     except OSError as exc:
         raise ActionError(f"cannot tell irqbalance ({path}) to leave the IRQs alone: {exc.strerror or exc}; "
                           "stop it with `systemctl stop irqbalance` instead", exc.errno) from None
+    return banned
 
 
 def ban_irqs(irqs: Iterable[int], root: SysRoot = SysRoot("/")) -> str:
