@@ -164,3 +164,43 @@ def test_sysctl_netdev_budget_set_and_revert(tuner):
     assert sysfs("/proc/sys/net/core/netdev_budget") == new
     tuner.revert_all()
     assert sysfs("/proc/sys/net/core/netdev_budget") == before
+
+
+def test_group_with_a_refused_write_puts_the_earlier_writes_back(veth_lab, tuner):
+    # GIVEN a group whose second change the kernel refuses (no sch_fq_codel here)
+    ifn = veth_lab.host_if
+    if __import__("os").path.exists("/sys/module/sch_fq_codel"):
+        pytest.skip("this kernel has sch_fq_codel")
+    plans = tuner.plan([Change(TxQueueLen(ifn), 321), Change(RootQdisc(ifn), {"kind": "fq_codel"})])
+    # WHEN it is applied
+    with pytest.raises(Exception, match="no sch_fq_codel"):
+        tuner.apply(plans, confirmed=True)
+    # THEN the first write was made and put back, and the journal says so
+    assert sysfs(f"/sys/class/net/{ifn}/tx_queue_len") == "1000"
+    st = tuner.state()
+    assert [(e.action, e.value, e.after) for e in st.entries if e.key == f"txqueuelen {ifn}"] == [
+        ("set", 321, 321), ("rollback", 1000, 1000)]
+    assert st.undo == [] and tuner.events[-1].text.startswith("rollback:")
+
+
+def test_interface_vanishing_between_plan_and_apply_is_one_line(veth_lab, tuner):
+    plans = tuner.plan([Change(RpsCpus(veth_lab.host_if, 0), "1")])
+    run(["ip", "link", "del", veth_lab.host_if])
+    with pytest.raises(Exception) as exc:
+        tuner.apply(plans)
+    assert str(exc.value) == f"rps_cpus {veth_lab.host_if} rx-0: {veth_lab.host_if} or its queue vanished (ENOENT)"
+    st = tuner.state()
+    assert st.undo == [] and [e.after for e in st.entries] == [None]
+
+
+def test_spread_over_eth0_queue_irqs_is_planned_from_the_queue_map():
+    from nettop.actions.irq import queue_irqs, spread
+
+    with open("/proc/interrupts") as f:
+        named = {line.split()[-1]: int(line.split(":")[0]) for line in f
+                 if line.split() and line.split()[0].rstrip(":").isdigit()}
+    if "virtio2-input.0" not in named:
+        pytest.skip("eth0 is not the virtio_net device of this VM")
+    irqs = queue_irqs("eth0")
+    assert set(irqs) == {named["virtio2-input.0"], named["virtio2-output.0"]}
+    assert [c.value for c in spread(irqs, "0-1")] == ["0", "1"]  # planned only: eth0 is not moved

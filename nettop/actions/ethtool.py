@@ -53,6 +53,9 @@ class _EthtoolSetting(Setting):
     keys: tuple[str, ...]  # which parameters this setting covers (the ones requested)
     what = ""  # "coalesce", "rings", "channels", "features"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", tuple(self.keys))  # a journal record holds a list
+
     @property
     def key(self) -> str:
         return f"{self.what} {self.ifname} {','.join(self.keys)}"
@@ -84,7 +87,7 @@ class _EthtoolSetting(Setting):
 
     def _check_max(self, value: dict[str, Any], cur: dict[str, Any]) -> None:
         for k, v in value.items():
-            mx = cur.get(f"{k}-max")
+            mx = cur.get(f"{k}-max", cur.get(f"max-{k}"))
             if isinstance(mx, int) and not isinstance(v, bool) and v > mx:
                 raise ActionError(f"{self.what} {self.ifname} {k}={v}: the device maximum is {mx}", errno.ERANGE)
 

@@ -214,7 +214,11 @@ class RootQdisc(Setting):
                    if k not in ("burst",))
 
     def confirm_reason(self, before: Value, value: Value) -> str | None:
-        return "replacing the root qdisc drops the packets queued in the old one"
+        reason = "replacing the root qdisc drops the packets queued in the old one"
+        if isinstance(before, dict) and not before.get("default") and before.get("kind") in ("htb", "mq"):
+            reason += (f"; undo brings back the {before['kind']} root with its main parameters, "
+                       "not classes or filters configured under it")
+        return reason
 
     def show(self, value: Value) -> str:
         if not isinstance(value, dict):
