@@ -3,6 +3,7 @@ including one whose write happened but whose journal entry was never completed."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -65,3 +66,43 @@ def test_restore_after_kill_9_puts_every_value_back(veth_lab, tmp_path):
     again = subprocess.run([sys.executable, "-m", "nettop.cli", "restore"], env=env, capture_output=True,
                            text=True, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=60)
     assert again.returncode == 0 and "nothing to put back" in again.stdout
+
+
+EXITING = textwrap.dedent("""
+    import sys
+    from nettop.actions import Change, Journal, Tuner
+    from nettop.actions.link import TxQueueLen
+    t = Tuner(Journal(), read_only=None)
+    t.revert_on_exit()
+    t.apply(t.plan([Change(TxQueueLen(sys.argv[1]), 77)]))
+    print(open(f"/sys/class/net/{sys.argv[1]}/tx_queue_len").read().strip())
+""")
+
+
+def test_revert_on_exit_puts_values_back_when_the_process_ends(veth_lab, tmp_path):
+    env = {**os.environ, "NETTOP_STATE_DIR": str(tmp_path)}
+    child = subprocess.run([sys.executable, "-c", EXITING, veth_lab.host_if], env=env, capture_output=True,
+                           text=True, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "77"  # it was applied while the process ran
+    assert read(f"/sys/class/net/{veth_lab.host_if}/tx_queue_len") == "1000"
+    assert Journal(str(tmp_path / "journal.jsonl")).read_state().entries == []
+
+
+def test_without_root_the_cli_refuses_with_the_reason_and_changes_nothing(veth_lab, tmp_path):
+    os.chmod(tmp_path, 0o777)
+    env = {**os.environ, "NETTOP_STATE_DIR": str(tmp_path)}
+    child = subprocess.run([sys.executable, "-m", "nettop.cli", "set", "txqueuelen", veth_lab.host_if, "50"],
+                           env=env, capture_output=True, text=True, user=65534, group=65534,
+                           cwd=os.path.dirname(os.path.dirname(__file__)), timeout=60)
+    assert child.returncode == 2, child.stderr
+    assert child.stderr.strip() == ("nettop: nettop runs without root, so tuning is read-only: "
+                                    "run it as root (sudo nettop) to change settings")
+    assert read(f"/sys/class/net/{veth_lab.host_if}/tx_queue_len") == "1000"
+    assert not (tmp_path / "journal.jsonl").exists()
+    dry = subprocess.run([sys.executable, "-m", "nettop.cli", "set", "txqueuelen", veth_lab.host_if, "50",
+                          "--dry-run", "--json"], env=env, capture_output=True, text=True, user=65534,
+                         group=65534, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    doc = json.loads(dry.stdout)
+    assert "read-only" in doc["read_only"] and doc["changes"][0]["before"] == 1000

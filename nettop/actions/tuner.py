@@ -209,6 +209,21 @@ class Tuner:
             self.journal.clean(st, reason)
         return results
 
+    def revert_on_exit(self) -> None:
+        """Put everything back when this process exits normally (the TUI's option).
+
+        A kill -9 skips this; the journal still lets `nettop restore` do it later.
+        """
+        import atexit
+
+        def _revert() -> None:
+            try:
+                self.revert_all("exit")
+            except ActionError:
+                pass  # the journal keeps the originals for `nettop restore`
+
+        atexit.register(_revert)
+
     def restore(self) -> list[Result]:
         """After a crash or kill -9: every value nettop changed back to its original."""
         return self.revert_all("restore")
