@@ -13,6 +13,7 @@ Usage: .venv/bin/python benchmarks/sampler_cost.py [--ticks N] [--keep DIR]
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import socket
 import statistics
@@ -36,6 +37,12 @@ def record_accesses(reader: HostReader) -> tuple[list[str], list[str], list[str]
     listed: list[str] = []
     linked: list[str] = []
     real_open, real_listdir, real_readlink = os.open, os.listdir, os.readlink
+    real_builtin_open = builtins.open
+
+    def bo(path, mode="r", *a, **kw):  # type: ignore[no-untyped-def]
+        if isinstance(path, str) and "r" in mode and "+" not in mode:
+            opened.append(path)
+        return real_builtin_open(path, mode, *a, **kw)
 
     def o(path, flags, *a, **kw):  # type: ignore[no-untyped-def]
         if isinstance(path, str) and (flags & (os.O_WRONLY | os.O_RDWR)) == 0:
@@ -51,10 +58,12 @@ def record_accesses(reader: HostReader) -> tuple[list[str], list[str], list[str]
         return real_readlink(path, *a, **kw)
 
     os.open, os.listdir, os.readlink = o, ld, rl  # type: ignore[assignment]
+    builtins.open = bo
     try:
         reader.read()
     finally:
         os.open, os.listdir, os.readlink = real_open, real_listdir, real_readlink  # type: ignore[assignment]
+        builtins.open = real_builtin_open
     return opened, listed, linked
 
 

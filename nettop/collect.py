@@ -57,6 +57,8 @@ class HostReader:
         self.prober = prober
         self.only = set(ifnames) if ifnames else None
         self._net_irqs: set[int] = set()
+        self._name_is_net: dict[tuple[int, str], bool] = {}
+        self._interrupts = interrupts.InterruptReader()
         self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
         self._irqbalance = host_config.IrqbalanceCache()
         self._nl = None
@@ -121,7 +123,7 @@ class HostReader:
         if self._static.keys() - live_keys:  # interfaces gone or re-created: forget them
             self._static = {k: v for k, v in self._static.items() if k in live_keys}
 
-        table = take(interrupts.read_interrupts(root, self._want_irq))
+        table = take(self._interrupts.read(root, self._want_irq))
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
@@ -168,14 +170,22 @@ class HostReader:
     # --- helpers -----------------------------------------------------------------------
 
     def _want_irq(self, irq: int, name: str) -> bool:
-        return irq in self._net_irqs or irq in self.follow_irqs or bool(_NET_IRQ_NAME.search(name))
+        if irq in self._net_irqs or irq in self.follow_irqs:
+            return True
+        key = (irq, name)
+        hit = self._name_is_net.get(key)
+        if hit is None:
+            if len(self._name_is_net) > 65536:
+                self._name_is_net.clear()
+            hit = self._name_is_net[key] = bool(_NET_IRQ_NAME.search(name))
+        return hit
 
     def _reparse(self, root: SysRoot, table: InterruptTable, missing: set[int],
                  problems: list[Problem]) -> InterruptTable:
         """Parse again with the IRQs the queue map found (a device appeared this tick)."""
         want: Callable[[int, str], bool] = lambda irq, name: (  # noqa: E731
             irq in missing or self._want_irq(irq, name))
-        again, probs = interrupts.read_interrupts(root, want)
+        again, probs = self._interrupts.read(root, want, full=True)
         problems.extend(probs)
         return again
 
