@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--root", type=_root, default=None, dest="snap_root", help="read a captured /proc + /sys tree")
     s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE")
     _ping_args(s, prefix="snap_")
+    s.add_argument("--ebpf", action="store_true",
+                   help="also run the eBPF tracepoint probes (NAPI, hardirq, softirq, drops; root and bcc)")
     from nettop.actions.cli_set import add_subcommands
     add_subcommands(sub)
     return p
@@ -88,28 +90,52 @@ def _prober(targets: list[str] | None, interval: float | None):  # type: ignore[
     return Prober(targets, interval_s=interval or 0.1)
 
 
+def _start_probes(problems: list[str]):  # type: ignore[no-untyped-def]
+    """eBPF probes started (compiled) now, or None with the reason in `problems`."""
+    from nettop.ebpf import EbpfProbes
+    ok, why = EbpfProbes.available()
+    if not ok:
+        problems.append(f"eBPF probes off: {why}")
+        return None
+    probes = EbpfProbes()
+    if not probes.start():
+        problems.append("eBPF probes off: " + "; ".join(probes.errors))
+        probes.stop()
+        return None
+    problems.extend(f"eBPF: {e}" for e in probes.errors)
+    return probes
+
+
 def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_json: bool,
-                 ping: list[str] | None = None, ping_interval: float | None = None) -> int:
+                 ping: list[str] | None = None, ping_interval: float | None = None,
+                 ebpf: bool = False) -> int:
     from nettop.collect import HostReader
     from nettop.rates import compute_rates
     from nettop.snapshot_json import build_document
 
+    extra: list[str] = []
+    probes = _start_probes(extra) if ebpf else None
     prober = _prober(ping, ping_interval)
     if prober is not None:
         prober.start()
     try:
-        with HostReader(root, ifaces, prober=prober) as reader:
+        with HostReader(root, ifaces, prober=prober, probes=probes) as reader:
             first = reader.read()
             time.sleep(max(0.0, first.t_mono + interval - time.monotonic()))
             second = reader.read()
     finally:
         if prober is not None:
             prober.stop()
+        if probes is not None:
+            probes.stop()
     if ifaces:
         unknown = [i for i in ifaces if i not in second.links]
         if unknown:
             raise UsageError(f"no interface named {', '.join(unknown)} (see `ip link` for the names)")
     doc = build_document(first, second, compute_rates(first, second), interval)
+    doc["problems"].extend(extra)
+    if ebpf and doc["ebpf"] is None:
+        doc["ebpf"] = {"available": False, "reason": extra[0] if extra else "eBPF probes did not start"}
     if as_json:
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -142,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "snapshot":
             return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
                                 args.snap_iface or args.iface, args.json,
-                                args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval)
+                                args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval,
+                                args.ebpf)
         return cmd_live(args.root, args.interval, args.iface, args.ping, args.ping_interval)
     except UsageError as exc:
         print(f"nettop: {exc}", file=sys.stderr)

@@ -32,6 +32,7 @@ from nettop.collectors import (
     softirqs,
     softnet,
 )
+from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.problems import Problem
 from nettop.snapshot import DeviceConfig, InterruptTable, LinkStats, Snapshot
@@ -50,8 +51,10 @@ class HostReader:
     """Reads snapshots of one host (live or a captured tree); not thread-safe."""
 
     def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
-                 prober: Prober | None = None, follow_irqs: Iterable[int] = ()) -> None:
+                 prober: Prober | None = None, follow_irqs: Iterable[int] = (),
+                 probes: EbpfProbes | None = None) -> None:
         self.root = root
+        self.probes = probes
         # IRQs followed besides the NICs' (counts and affinity), e.g. one a user watches
         self.follow_irqs = frozenset(follow_irqs)
         self.prober = prober
@@ -165,6 +168,7 @@ class HostReader:
             problems=_dedupe(problems),
             read_cpu_s=time.thread_time() - t_cpu,
             latency=self.prober.take() if self.prober is not None else {},
+            ebpf=self.probes.take() if self.probes is not None and self.probes.running else None,
         )
 
     # --- helpers -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from nettop.ebpf.sample import EbpfSample
 from nettop.ping.stats import LatencyStats
 from nettop.problems import Problem
 
@@ -266,3 +267,5 @@ class Snapshot:
     read_cpu_s: float = 0.0  # CPU time this process spent taking the snapshot
     # Probe results decided since the previous snapshot, keyed by target as given.
     latency: Mapping[str, LatencyStats] = field(default_factory=dict)
+    # eBPF probe counts since the previous snapshot, when the probes are on.
+    ebpf: EbpfSample | None = None

@@ -10,6 +10,7 @@ import datetime as _dt
 from typing import Any
 
 from nettop.collectors.cpus import format_cpu_list
+from nettop.ebpf.sample import to_json as ebpf_json
 from nettop.ping.stats import to_json
 from nettop.rates import LinkRates, QdiscRates, Rates
 from nettop.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot
@@ -46,6 +47,7 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
             "sampler_cpu_pct": _r(rates.sampler_cpu_pct),
         },
         "latency": {target: to_json(stats) for target, stats in cur.latency.items()},
+        "ebpf": ebpf_json(cur.ebpf) if cur.ebpf is not None else None,
         "problems": [p.message for p in cur.problems]
         + [f"ping {t}: {s.error}" for t, s in cur.latency.items() if s.error],
     }

@@ -226,3 +226,35 @@ def test_bad_input_is_one_line_without_traceback(args, needle):
     lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("usage:")]
     assert len(lines) == 1 and needle in lines[0], p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_snapshot_json_ping_gives_latency_per_target_as_given(veth_lab):
+    # Run inside the lab namespace: the unresolvable name's DNS query cannot leave it.
+    p = subprocess.run(veth_lab.ns([sys.executable, "-m", "nettop.cli", "snapshot", "--json",
+                                    "--interval", "1", "--ping", veth_lab.host_ip,
+                                    "--ping", "no-such-host.invalid", "--ping-interval", "0.05"]),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lat = json.loads(p.stdout)["latency"]
+    peer = lat[veth_lab.host_ip]
+    for key in ("sent", "received", "loss_pct", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms",
+                "rtt_mdev_ms", "rtt_p99_ms"):
+        assert key in peer
+    assert peer["sent"] >= 10 and peer["received"] == peer["sent"] and peer["loss_pct"] == 0
+    assert 0 < peer["rtt_min_ms"] <= peer["rtt_avg_ms"] <= peer["rtt_max_ms"] < 50
+    bad = lat["no-such-host.invalid"]
+    assert bad["received"] == 0 and bad["error"] and "\n" not in bad["error"]
+
+
+def test_snapshot_json_ebpf_section_has_napi_hardirq_softirq_drops():
+    from nettop.ebpf import EbpfProbes
+
+    ok, why = EbpfProbes.available()
+    if not ok:
+        pytest.skip(why)
+    p = _nettop("snapshot", "--json", "--ebpf", "--interval", "1", timeout=180)
+    assert p.returncode == 0, p.stderr
+    e = json.loads(p.stdout)["ebpf"]
+    assert {"napi", "hardirq", "softirq", "drops", "cost"} <= e.keys()
+    assert e["cost"]["cpu_us_per_s"] is not None
+    assert any(row["count_per_s"] > 0 for row in e["hardirq"])  # the host's own IRQs fire
