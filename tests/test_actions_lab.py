@@ -204,3 +204,17 @@ def test_spread_over_eth0_queue_irqs_is_planned_from_the_queue_map():
     irqs = queue_irqs("eth0")
     assert set(irqs) == {named["virtio2-input.0"], named["virtio2-output.0"]}
     assert [c.value for c in spread(irqs, "0-1")] == ["0", "1"]  # planned only: eth0 is not moved
+
+
+def test_changes_become_timeline_events_and_another_tuner_can_undo_them(veth_lab, tmp_path):
+    from nettop.timeline import Timeline
+
+    timeline = Timeline()
+    a = Tuner(Journal(str(tmp_path / "j.jsonl")), on_event=timeline.add_event, read_only=None)
+    b = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)  # e.g. `nettop undo` in a shell
+    a.apply(a.plan([Change(TxQueueLen(veth_lab.host_if), 42)]))
+    [event] = timeline.events()
+    assert event.kind == "tuning" and event.text == f"txqueuelen {veth_lab.host_if}: 1000 → 42"
+    b.undo()
+    assert sysfs(f"/sys/class/net/{veth_lab.host_if}/tx_queue_len") == "1000"
+    assert a.state().redo and not a.state().undo

@@ -105,6 +105,8 @@ def build_changes(a: argparse.Namespace) -> list[Change]:
     w = a.what
     if w == "irq":
         if a.target.isdigit():
+            if len(a.args) != 1:
+                raise ActionError("use `set irq IRQ CPUS`, e.g. `set irq 57 2-3`")
             return [irq.move_irq(int(a.target), a.args[0])]
         mode = a.args[0]
         irqs = irq.queue_irqs(a.target)
