@@ -102,6 +102,8 @@ class Tuner:
         for setting, before, value, text in items:
             res = self._write_one(st, group, action, ref, setting, before, value, text)
             if res.error is not None:
+                if res.after is not None and res.after != before:
+                    done.append((setting, before))  # a multi-step write stopped half way
                 self._rollback(st, group, done)
                 raise KernelRefused(res.error)
             done.append((setting, before))
@@ -140,6 +142,8 @@ class Tuner:
             try:
                 now = setting.read()
             except OSError:
+                continue
+            if now == before:
                 continue
             self._write_one(st, group, "rollback", group, setting, now, before,
                             f"{setting.key}: {setting.show(now)} → {setting.show(before)}")

@@ -1,0 +1,69 @@
+"""The qdisc requests nettop builds itself (fq, bfifo) encode the kernel's attribute numbers
+(include/uapi/linux/pkt_sched.h), and kinds this kernel lacks are refused by the kernel itself."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from nettop.actions import ActionError, Change, Journal, Tuner
+from nettop.actions.qdisc import RootQdisc, _register_plugins, _tc_args
+
+# enum { TCA_FQ_UNSPEC, TCA_FQ_PLIMIT, TCA_FQ_FLOW_PLIMIT, TCA_FQ_QUANTUM, TCA_FQ_INITIAL_QUANTUM,
+#        TCA_FQ_RATE_ENABLE, TCA_FQ_FLOW_DEFAULT_RATE, TCA_FQ_FLOW_MAX_RATE, TCA_FQ_BUCKETS_LOG, ...}
+UAPI_FQ = {"limit": 1, "flow_limit": 2, "quantum": 3, "initial_quantum": 4, "maxrate": 7, "buckets": 8}
+
+
+def nlattrs(data: bytes) -> list[tuple[int, bytes]]:
+    out = []
+    while len(data) >= 4:
+        length, kind = struct.unpack_from("HH", data)
+        out.append((kind & 0x3FFF, data[4:length]))
+        data = data[(length + 3) & ~3:]
+    return out
+
+
+def encode(kind: str, params: dict) -> dict[int, bytes]:
+    from pyroute2.netlink.rtnl.tcmsg import plugins, tcmsg
+
+    _register_plugins()
+    m = tcmsg()
+    m["index"], m["parent"] = 1, 0xFFFFFFFF
+    m["attrs"] = [("TCA_KIND", kind), ("TCA_OPTIONS", plugins[kind].get_parameters(_tc_args(kind, params)))]
+    m.encode()
+    attrs = dict(nlattrs(m.data[16 + 20:]))  # nlmsghdr + struct tcmsg
+    assert attrs[1] == kind.encode() + b"\0"  # TCA_KIND
+    return attrs
+
+
+def test_fq_request_carries_uapi_attribute_numbers():
+    params = {"limit": 100, "flow_limit": 10, "quantum": 3028, "initial_quantum": 15140,
+              "maxrate": 12345, "buckets": 10}
+    opts = dict(nlattrs(encode("fq", params)[2]))  # TCA_OPTIONS
+    assert {k: struct.unpack("I", opts[n])[0] for k, n in UAPI_FQ.items()} == params
+
+
+def test_bfifo_request_is_a_tc_fifo_qopt():
+    assert struct.unpack("I", encode("bfifo", {"limit": 50000})[2]) == (50000,)
+
+
+@pytest.mark.parametrize("kind,module", [("fq_codel", "sch_fq_codel"), ("fq", "sch_fq"), ("cake", "sch_cake")])
+def test_qdisc_this_kernel_lacks_is_refused_by_the_kernel(veth_lab, tmp_path, kind, module):
+    if os.path.exists(f"/sys/module/{module}"):
+        pytest.skip(f"this kernel has {module}")
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    with pytest.raises(ActionError) as exc:
+        t.apply(t.plan([Change(RootQdisc(veth_lab.host_if), {"kind": kind})]), confirmed=True)
+    assert str(exc.value) == f"this kernel has no {module}: load it with `modprobe {module}` or pick another qdisc"
+    assert RootQdisc(veth_lab.host_if).read()["kind"] == "noqueue"
+
+
+def test_mq_children_of_a_missing_kind_name_the_child_module(veth_lab, tmp_path):
+    if os.path.exists("/sys/module/sch_fq"):
+        pytest.skip("this kernel has sch_fq")
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    with pytest.raises(ActionError, match="this kernel has no sch_fq: "):
+        t.apply(t.plan([Change(RootQdisc(veth_lab.host_if), {"kind": "mq", "children": "fq"})]), confirmed=True)
+    assert RootQdisc(veth_lab.host_if).read()["kind"] == "noqueue"  # the mq root was put back too
