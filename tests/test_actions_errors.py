@@ -139,3 +139,28 @@ def test_cli_needs_yes_for_qdisc_replace(veth_lab, tmp_path, capsys, monkeypatch
     doc = json.loads(capsys.readouterr().out)
     assert doc["results"][0]["verified"] and doc["results"][0]["after"]["kind"] == "pfifo"
     assert cli_run(build_parser().parse_args(["revert"])) == 0
+
+
+def test_default_qdisc_of_a_missing_module_is_refused_by_the_kernel(tuner):
+    if os.path.exists("/sys/module/sch_fq_codel"):
+        pytest.skip("this kernel has sch_fq_codel")
+    path = "/proc/sys/net/core/default_qdisc"
+    before = open(path).read()
+    with pytest.raises(ActionError) as exc:
+        tuner.apply(tuner.plan([Change(Sysctl("net.core.default_qdisc"), "fq_codel")]))
+    assert str(exc.value).startswith("net.core.default_qdisc: this kernel has no such qdisc (ENOENT)")
+    assert open(path).read() == before
+    assert tuner.state().undo == []
+
+
+def test_bql_on_eth0_rewrites_its_own_value_and_refuses_beyond_dql_max(tuner):
+    # eth0 (virtio_net) has BQL; writing the value it already has moves nothing
+    base = "/sys/class/net/eth0/queues/tx-0/byte_queue_limits"
+    if not os.path.exists(f"{base}/limit_max"):
+        pytest.skip("eth0 has no BQL here")
+    lmax, lmin = (open(f"{base}/{n}").read().strip() for n in ("limit_max", "limit_min"))
+    res = tuner.apply(tuner.plan([Change(BqlLimit("eth0", 0, "limit_max"), lmax)]))
+    assert res[0].verified and res[0].after == int(lmax)
+    with pytest.raises(ActionError, match="is out of range; use 0 to 1879048192"):
+        tuner.plan([Change(BqlLimit("eth0", 0, "limit_min"), 1879048193)])  # DQL_MAX_LIMIT + 1
+    assert (open(f"{base}/limit_max").read().strip(), open(f"{base}/limit_min").read().strip()) == (lmax, lmin)
