@@ -115,6 +115,7 @@ def test_chart_plots_the_busiest_interfaces_in_name_order():
     assert model.busiest(point.rates, names, 3) == names
     assert model.busiest(point.rates, names, 2) == ["eth0", "veth0"]  # lo moves the least
     assert model.busiest(None, names, 1) == ["eth0"]
+    assert model.busiest(point.rates, names, 3, by_load=True) == ["veth0", "eth0", "lo"]
 
 
 def test_mailbox_keeps_only_the_newest_and_wakes_once():

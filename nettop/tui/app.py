@@ -276,16 +276,20 @@ class NettopApp(App[None]):
     def _draw_throughput(self, point: Point, names: list[str]) -> None:
         rows = []
         rates = point.rates
-        for name in names:
+
+        def bits(v: float | None) -> float | None:
+            return None if v is None else 8 * v
+
+        # busiest first: on a host with many interfaces the ones moving traffic stay in view
+        for name in model.busiest(rates, names, len(names), by_load=True):
             lr = rates.links.get(name) if rates else None
-            b = (lambda v: None if v is None else 8 * v)
             drops = None
             if lr and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
                 drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
             rows.append((name, (
                 (name, ""),
-                (fmt.si(b(lr.rx_bytes_per_s) if lr else None), ""),
-                (fmt.si(b(lr.tx_bytes_per_s) if lr else None), ""),
+                (fmt.si(bits(lr.rx_bytes_per_s) if lr else None), ""),
+                (fmt.si(bits(lr.tx_bytes_per_s) if lr else None), ""),
                 (fmt.si(lr.rx_packets_per_s if lr else None), ""),
                 (fmt.si(lr.tx_packets_per_s if lr else None), ""),
                 (fmt.si(drops), "hot" if drops else ""),

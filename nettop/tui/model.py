@@ -163,9 +163,10 @@ def bql_rows(snap: Snapshot, ifnames: Sequence[str]) -> list[BqlRow]:
     return rows
 
 
-def busiest(rates: Rates | None, ifnames: Sequence[str], limit: int) -> list[str]:
-    """The `limit` interfaces moving the most bits now, in name order (stable legends)."""
-    if len(ifnames) <= limit:
+def busiest(rates: Rates | None, ifnames: Sequence[str], limit: int, by_load: bool = False) -> list[str]:
+    """The `limit` interfaces moving the most bytes now: in name order (stable chart
+    legends), or busiest first with `by_load`."""
+    if len(ifnames) <= limit and not by_load:
         return list(ifnames)
 
     def load(name: str) -> float:
@@ -173,7 +174,7 @@ def busiest(rates: Rates | None, ifnames: Sequence[str], limit: int) -> list[str
         return ((lr.rx_bytes_per_s or 0.0) + (lr.tx_bytes_per_s or 0.0)) if lr else 0.0
 
     top = sorted(ifnames, key=lambda n: (-load(n), n))[:limit]
-    return sorted(top)
+    return top if by_load else sorted(top)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from nettop.sampler import Reader
 from nettop.sysroot import LIVE, SysRoot
@@ -66,6 +66,31 @@ class Mailbox:
             point, self._point = self._point, None
             self._wake_pending = False
             return point
+
+
+T = TypeVar("T")
+
+
+def off_loop(fn: Callable[[], T]) -> T:
+    """Run `fn` on a short-lived thread and return its result (or raise its error).
+
+    pyroute2's synchronous API drives an asyncio loop of its own, which it cannot do on
+    a thread where Textual's loop is already running; netlink sockets are therefore
+    opened and closed off the UI thread (and used only by the sampler thread)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=run, name="nettop-netlink-setup")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def read_cpu_nodes(root: SysRoot) -> dict[int, int]:
@@ -150,7 +175,7 @@ class LiveSource:
 
             if self.prober is not None:
                 self.prober.start()
-            self._reader = HostReader(self.root, self.ifnames, prober=self.prober)
+            self._reader = off_loop(lambda: HostReader(self.root, self.ifnames, prober=self.prober))
         else:
             self._reader = self._given_reader
         self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
@@ -177,7 +202,7 @@ class LiveSource:
             self._sampler = None
         if self._reader is not None:
             if self._reader is not self._given_reader:
-                self._reader.close()
+                off_loop(self._reader.close)
             self._reader = None
         if self.prober is not None:
             self.prober.stop()
