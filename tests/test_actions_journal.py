@@ -52,3 +52,11 @@ def test_new_set_clears_redo():
              group(2, "undo", 1), begin(3, 3, "b", 1, 5), end(3, 5), group(3)]
     st = replay(lines)
     assert st.redo == [] and st.undo == [3]
+
+
+def test_toggle_cpu_flips_one_bit_in_sysfs_form():
+    from nettop.actions.rps_xps import toggle_cpu
+
+    assert toggle_cpu("3", 1, 2) == "1"
+    assert toggle_cpu("0", 0, 2) == "1"
+    assert toggle_cpu("00000000,00000001", 33, 64) == "00000002,00000001"

@@ -146,3 +146,10 @@ def rfs(ifname: str, entries: int, flow_cnt: int | None = None) -> list[Change]:
     per_queue = flow_cnt if flow_cnt is not None else (entries // max(1, len(queues)) if entries else 0)
     return [Change(Sysctl("net.core.rps_sock_flow_entries"), str(entries)),
             *(Change(RpsFlowCnt(ifname, q), per_queue) for q in queues)]
+
+
+def toggle_cpu(mask: str, cpu: int, ncpus: int) -> str:
+    """The mask with one CPU flipped, as sysfs prints it (the TUI's mask editor): ("3", 1, 2) -> "1"."""
+    cpus = set(parse_cpu_mask(mask))
+    cpus ^= {cpu}
+    return format_cpu_mask(cpus, ncpus)
