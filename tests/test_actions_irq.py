@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 
 import pytest
 
@@ -94,3 +95,18 @@ def test_kernel_refusal_is_journaled_as_failed_and_changes_nothing(deflate_irq, 
     st = t.state()
     assert st.undo == [] and [(e.after, e.verified) for e in st.entries] == [(before, False)]
     assert t.revert_all() == []
+
+
+def test_cli_set_irq_with_ban_and_no_irqbalance_moves_it_and_says_so(deflate_irq, tmp_path, capsys, monkeypatch):
+    from nettop.cli import main
+
+    monkeypatch.setenv("NETTOP_STATE_DIR", str(tmp_path))
+    before = read(deflate_irq)
+    assert main(["set", "irq", str(deflate_irq), "1", "--ban", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["results"][0]["after"] == "1"
+    assert doc["results"][0]["effective"] == "effective " + read(deflate_irq, "effective_affinity_list")
+    assert doc["irqbalance_ban"] is None
+    assert any("no running irqbalance" in w for w in doc["warnings"])
+    assert main(["revert"]) == 0
+    assert read(deflate_irq) == before

@@ -46,6 +46,7 @@ def register(cls: type[Setting]) -> type[Setting]:
 class Setting(ABC):
     """One kernel value nettop may change. Subclasses are frozen dataclasses."""
 
+    __slots__ = ()
     kind: ClassVar[str]
 
     @property

@@ -225,7 +225,10 @@ def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
         raise ActionError(f"{exc}; add --yes to go ahead") from None
     banned = None
     if args.ban:
-        banned = ban_irqs(p.setting.irq for p in plans if p.setting.kind == "irq_affinity")  # type: ignore[attr-defined]
+        try:
+            banned = ban_irqs(p.setting.irq for p in plans if p.setting.kind == "irq_affinity")  # type: ignore[attr-defined]
+        except ActionError as exc:  # the change itself is made and journaled
+            warn.append(str(exc))
     _emit({"results": _results(results), "warnings": warn, "irqbalance_ban": banned}, as_json,
           [r.line() for r in results] + [f"warning: {w}" for w in warn])
     return 0
