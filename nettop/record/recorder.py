@@ -1,0 +1,239 @@
+"""The headless recorder: Sampler + HostReader + Writer, no screen, no Textual.
+
+The sampler thread only queues snapshots; this loop (the main thread) appends them to
+a Timeline (for the same appeared/vanished events as live), writes each with its new
+events in one transaction, picks up new tuning journal entries, and prints one status
+line. SIGINT/SIGTERM end it after the current sample; a write that fails (disk full,
+read-only file system) ends it with one line and leaves every committed sample.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, TextIO
+
+from nettop.record.store import RecordingError, Writer
+from nettop.snapshot import Snapshot
+from nettop.timeline import Event, Timeline
+
+UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """'100M' -> 104857600; k, M, G are powers of 1024; ValueError with one line."""
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = t[-1:] if t[-1:] in UNITS else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        raise ValueError(f"size {text!r} is not a size (e.g. 500M, 2G)") from None
+    if value <= 0:
+        raise ValueError(f"size {text!r} must be positive")
+    return int(value * UNITS[unit])
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '15m', '24h', '2d' -> seconds."""
+    mult = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    t = text.strip().lower()
+    k = mult.get(t[-1:], None)
+    try:
+        value = float(t[:-1] if k else t)
+    except ValueError:
+        raise ValueError(f"duration {text!r} is not a duration (e.g. 90s, 15m, 24h)") from None
+    if value <= 0:
+        raise ValueError(f"duration {text!r} must be positive")
+    return value * (k or 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    samples: int
+    reason: str  # why it stopped, one line
+    ok: bool
+
+
+class JournalTail:
+    """New entries of the tuning journal since the recorder started, as events."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._offset = 0
+        if path:
+            try:
+                self._offset = os.stat(path).st_size
+            except OSError:
+                self._offset = 0
+
+    def poll(self) -> list[Event]:
+        if not self.path:
+            return []
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1  # a line still being written waits for the next poll
+        self._offset += end
+        out = []
+        import json
+        for line in data[:end].splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("op") in ("begin", "end"):
+                out.append(Event(float(rec.get("t", time.time())), "tuning", _journal_text(rec)))
+        return out
+
+
+def _journal_text(rec: dict[str, Any]) -> str:
+    """One line per journal record: what was set (begin), how it ended (end)."""
+    op = rec.get("op")
+    if op == "begin":
+        text = rec.get("text") or f"{rec.get('key')} {rec.get('before')!r} → {rec.get('value')!r}"
+        return f"#{rec.get('id')} {rec.get('action', 'set')}: {text}"
+    if op == "end":
+        state = "failed: " + str(rec["error"]) if rec.get("error") else (
+            "verified" if rec.get("verified") else "not verified")
+        return f"#{rec.get('id')} done ({state}), now {rec.get('after')!r}"
+    return f"{op}: {rec.get('action') or rec.get('reason') or ''}".strip()
+
+
+class Recorder:
+    """Records `reader` every `interval` s into `path` until stopped, `duration` or `max_size`."""
+
+    def __init__(self, reader: Any, path: str, interval: float = 1.0, duration: float | None = None,
+                 max_size: int | None = None, meta: dict[str, Any] | None = None,
+                 journal: str | None = None, out: TextIO | None = None,
+                 on_snapshot: Callable[[Snapshot], None] | None = None) -> None:
+        self.reader = reader
+        self.path = path
+        self.interval = interval
+        self.duration = duration
+        self.max_size = max_size
+        self.meta = dict(meta or {})
+        self.meta.setdefault("interval_s", interval)
+        self.journal = JournalTail(journal)
+        self.out = out if out is not None else sys.stdout
+        self.on_snapshot = on_snapshot
+        self.stop_event = threading.Event()
+        self._queue: queue.Queue[Snapshot | BaseException] = queue.Queue(maxsize=1000)
+        self.timeline = Timeline(max_points=2)
+
+    def request_stop(self, *_: Any) -> None:
+        self.stop_event.set()
+
+    def _on_sample(self, snap: Snapshot) -> None:
+        try:
+            self._queue.put_nowait(snap)
+        except queue.Full:
+            pass  # the writer is stalled: drop rather than grow without bound
+
+    def run(self) -> Result:
+        from nettop.sampler import Sampler
+
+        writer = Writer(self.path, self.meta)
+        sampler = Sampler(self.reader, self.interval, self._on_sample)
+        started = time.monotonic()
+        reason, ok = "stopped", True
+        tty = self.out.isatty()
+        sampler.start()
+        try:
+            while not self.stop_event.is_set():
+                if self.duration is not None and time.monotonic() - started >= self.duration:
+                    reason = "duration reached"
+                    break
+                try:
+                    snap = self._queue.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                assert isinstance(snap, Snapshot)
+                seen = len(self.timeline.events())
+                self.timeline.append(snap)
+                events = self.timeline.events()[seen:] + self.journal.poll()
+                writer.add_sample(snap, events)
+                if self.on_snapshot is not None:
+                    self.on_snapshot(snap)
+                size = writer.size()
+                self._status(writer, size, tty)
+                if self.max_size is not None and size >= self.max_size:
+                    reason = f"--max-size {self.max_size} bytes reached"
+                    break
+        except RecordingError as exc:
+            reason, ok = str(exc), False
+        finally:
+            sampler.stop()
+            writer.close()
+        if tty:
+            self.out.write("\n")
+        return Result(writer.samples, reason, ok)
+
+    def _status(self, writer: Writer, size: int, tty: bool) -> None:
+        line = f"nettop: recording {self.path}: {writer.samples} samples, {size / 1e6:.1f} MB"
+        if tty:
+            self.out.write("\r" + line + "\x1b[K")
+            self.out.flush()
+        elif writer.samples == 1 or writer.samples % 60 == 0:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, interval: float = 1.0,
+           duration: float | None = None, max_size: int | None = None, prober: Any = None,
+           journal: str | None = None) -> int:
+    """`nettop --record FILE`: returns the exit status; every failure is one line on stderr."""
+    from nettop.collect import HostReader
+    from nettop.sysroot import LIVE
+
+    root = root or LIVE
+    if prober is not None:
+        prober.start()
+    reader = HostReader(root, ifnames, prober=prober)
+    meta = {"host": reader.host, "kernel": reader.kernel, "cpu_nodes": _cpu_nodes(root),
+            "started": time.time(), "root": root.path if hasattr(root, "path") else "/"}
+    rec = Recorder(reader, path, interval, duration, max_size, meta, journal)
+    old = {s: signal.signal(s, rec.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = rec.run()
+    except RecordingError as exc:
+        print(f"nettop: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        reader.close()
+        if prober is not None:
+            prober.stop()
+    msg = f"nettop: {result.reason}; {result.samples} samples in {path}"
+    print(msg, file=sys.stdout if result.ok else sys.stderr)
+    return 0 if result.ok else 1
+
+
+def _cpu_nodes(root: Any) -> dict[str, int]:
+    """CPU id -> NUMA node, for the replayed CPU panel's node filter."""
+    out: dict[str, int] = {}
+    try:
+        names = root.listdir("sys/devices/system/node")
+    except OSError:
+        return out
+    for name in names:
+        if not (name.startswith("node") and name[4:].isdigit()):
+            continue
+        try:
+            text = root.read_line(f"sys/devices/system/node/{name}/cpulist")
+        except OSError:
+            continue
+        for part in text.strip().split(","):
+            lo, _, hi = part.partition("-")
+            if lo.isdigit() and (not hi or hi.isdigit()):
+                for cpu in range(int(lo), int(hi or lo) + 1):
+                    out[str(cpu)] = int(name[4:])
+    return out

@@ -1,0 +1,288 @@
+"""The recording file: SQLite in WAL mode, one transaction per sample.
+
+Tables (docs/recording-format.md has the full description):
+
+* `meta(key, value)`: `schema_version`, `host`, `kernel`, `interval_s`, `cpu_nodes`, ...
+* `config(id, skeleton)`: a snapshot's structure and configuration; a new row only when
+  it changes, so "what changed here" is a join.
+* `sample(seq, t_wall, t_mono, config_id, base_seq, ints, floats, crc)`: counters as
+  varint deltas against sample `base_seq` (NULL: absolute, a key sample), zlib'd.
+* `event(id, seq, t_wall, kind, text)`: timeline events and tuning journal entries.
+
+Every sample row carries a CRC-32 of its blobs, so a flipped byte is caught even where
+SQLite does not notice it; the reader then skips to the next key sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from nettop.record import codec
+from nettop.snapshot import Snapshot
+from nettop.timeline import Event
+
+SCHEMA_VERSION = 1
+KEY_EVERY = 60  # a key sample (absolute counters) at least this often: seek cost bound
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE config (id INTEGER PRIMARY KEY, sha1 TEXT NOT NULL UNIQUE, skeleton TEXT NOT NULL);
+CREATE TABLE sample (
+    seq INTEGER PRIMARY KEY, t_wall REAL NOT NULL, t_mono REAL NOT NULL,
+    config_id INTEGER NOT NULL REFERENCES config(id), base_seq INTEGER,
+    ints BLOB NOT NULL, floats BLOB NOT NULL, crc INTEGER NOT NULL);
+CREATE INDEX sample_t_wall ON sample(t_wall);
+CREATE TABLE event (
+    id INTEGER PRIMARY KEY, seq INTEGER, t_wall REAL NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL);
+CREATE INDEX event_t_wall ON event(t_wall);
+"""
+
+
+class RecordingError(Exception):
+    """One line a person can act on: the file cannot be written or read."""
+
+
+def describe_sqlite_error(path: str, exc: BaseException) -> str:
+    text = str(exc)
+    low = text.lower()
+    if "full" in low:
+        return f"{path}: the disk is full; recording stopped, the file holds every sample up to now"
+    if "readonly" in low or "read-only" in low:
+        return f"{path}: the file system is read-only; recording stopped, the file holds every sample up to now"
+    if "not a database" in low or "malformed" in low:
+        return f"{path}: not a readable nettop recording ({text})"
+    return f"{path}: {text}"
+
+
+def _crc(ints: bytes, floats: bytes) -> int:
+    return zlib.crc32(floats, zlib.crc32(ints))
+
+
+class Writer:
+    """Appends samples and events; every call is one committed transaction."""
+
+    def __init__(self, path: str, meta: dict[str, Any] | None = None) -> None:
+        self.path = path
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            raise RecordingError(f"{path} already exists; give a new file name or remove it") from None
+        except OSError as exc:
+            raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
+        os.close(fd)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._tx():
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self._db.execute(stmt)
+            rows = {"schema_version": str(SCHEMA_VERSION), **{k: _text(v) for k, v in (meta or {}).items()}}
+            with self._tx():
+                self._db.executemany("INSERT INTO meta VALUES (?, ?)", rows.items())
+        except sqlite3.Error as exc:
+            raise RecordingError(describe_sqlite_error(path, exc)) from None
+        self._configs: dict[str, int] = {}
+        self._prev_ints: list[int] | None = None
+        self._prev_config = -1
+        self._seq = 0
+        self._since_key = 0
+        self.samples = 0
+        self.bytes_written = 0
+
+    def _tx(self) -> Any:
+        db = self._db
+
+        class Tx:
+            def __enter__(self) -> None:
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, typ: Any, *rest: Any) -> None:
+                db.execute("COMMIT" if typ is None else "ROLLBACK")
+        return Tx()
+
+    def add_sample(self, snap: Snapshot, events: list[Event] = ()) -> int:  # type: ignore[assignment]
+        """Store one snapshot (and the events that came with it); returns its seq."""
+        skeleton, ints, floats = codec.split(snap)
+        sha = hashlib.sha1(skeleton.encode()).hexdigest()
+        seq = self._seq + 1
+        try:
+            with self._tx():
+                cid = self._configs.get(sha)
+                if cid is None:
+                    cur = self._db.execute("INSERT OR IGNORE INTO config(sha1, skeleton) VALUES (?, ?)", (sha, skeleton))
+                    cid = cur.lastrowid if cur.rowcount else self._db.execute(
+                        "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0]
+                key = (cid != self._prev_config or self._prev_ints is None
+                       or self._since_key >= KEY_EVERY - 1 or len(ints) != len(self._prev_ints))
+                iblob = codec.pack_ints(ints, None if key else self._prev_ints)
+                fblob = codec.pack_floats(floats)
+                self._db.execute(
+                    "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (seq, snap.t_wall, snap.t_mono, cid, None if key else self._seq,
+                     iblob, fblob, _crc(iblob, fblob)))
+                for e in events:
+                    self._db.execute("INSERT INTO event(seq, t_wall, kind, text) VALUES (?, ?, ?, ?)",
+                                     (seq, e.t_wall, e.kind, e.text))
+        except sqlite3.Error as exc:
+            raise RecordingError(describe_sqlite_error(self.path, exc)) from None
+        self._configs[sha] = cid
+        self._prev_config, self._prev_ints, self._seq = cid, ints, seq
+        self._since_key = 0 if key else self._since_key + 1
+        self.samples += 1
+        self.bytes_written += len(iblob) + len(fblob) + 40
+        return seq
+
+    def add_event(self, event: Event) -> None:
+        try:
+            with self._tx():
+                self._db.execute("INSERT INTO event(seq, t_wall, kind, text) VALUES (?, ?, ?, ?)",
+                                 (self._seq or None, event.t_wall, event.kind, event.text))
+        except sqlite3.Error as exc:
+            raise RecordingError(describe_sqlite_error(self.path, exc)) from None
+
+    def size(self) -> int:
+        """Bytes on disk: the database and its write-ahead log."""
+        total = 0
+        for p in (self.path, self.path + "-wal"):
+            try:
+                total += os.stat(p).st_size
+            except OSError:
+                pass
+        return total
+
+    def close(self) -> None:
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            pass  # the WAL stays; readers still see every committed sample
+        self._db.close()
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SampleInfo:
+    seq: int
+    t_wall: float
+    t_mono: float
+
+
+class Reader:
+    """Reads a recording, tolerating damage: bad rows are skipped, never raised."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.warnings: list[str] = []
+        if not os.path.exists(path):
+            raise RecordingError(f"{path}: no such file")
+        try:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            rows = self._db.execute("SELECT key, value FROM meta").fetchall()
+        except sqlite3.Error as exc:
+            raise RecordingError(describe_sqlite_error(path, exc)) from None
+        self.meta = dict(rows)
+        try:
+            version = int(self.meta.get("schema_version", "0"))
+        except ValueError:
+            version = 0
+        if version < 1:
+            raise RecordingError(f"{path}: not a nettop recording (no schema version)")
+        if version > SCHEMA_VERSION:
+            self.warnings.append(
+                f"{path} was written by a newer nettop (format {version}, this one reads {SCHEMA_VERSION}); "
+                "showing what this version understands")
+        self.index: list[SampleInfo] = []
+        try:
+            for seq, tw, tm in self._db.execute("SELECT seq, t_wall, t_mono FROM sample ORDER BY seq"):
+                self.index.append(SampleInfo(seq, tw, tm))
+        except sqlite3.Error as exc:
+            self.warnings.append(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
+        self._skeletons: dict[int, Any] = {}
+        self._cache: tuple[int, list[int]] | None = None
+        self._bad: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def _skeleton(self, cid: int) -> Any:
+        sk = self._skeletons.get(cid)
+        if sk is None:
+            row = self._db.execute("SELECT skeleton FROM config WHERE id = ?", (cid,)).fetchone()
+            if row is None:
+                raise codec.CodecError(f"configuration {cid} is missing")
+            try:
+                sk = json.loads(row[0])
+            except ValueError:
+                raise codec.CodecError(f"configuration {cid} is damaged") from None
+            self._skeletons[cid] = sk
+        return sk
+
+    def _ints(self, seq: int, depth: int = 0) -> tuple[int, list[int], bytes]:
+        row = self._db.execute("SELECT config_id, base_seq, ints, floats, crc FROM sample WHERE seq = ?",
+                               (seq,)).fetchone()
+        if row is None:
+            raise codec.CodecError(f"sample {seq} is missing")
+        cid, base, iblob, fblob, crc = row
+        if _crc(iblob, fblob) != crc:
+            raise codec.CodecError(f"sample {seq} fails its checksum")
+        if base is None:
+            return cid, codec.unpack_ints(iblob, None), fblob
+        if self._cache is not None and self._cache[0] == base:
+            prev = self._cache[1]
+        else:
+            if depth > 10 * KEY_EVERY:
+                raise codec.CodecError(f"sample {seq} has too long a chain of bases")
+            prev = self._ints(base, depth + 1)[1]
+        return cid, codec.unpack_ints(iblob, prev), fblob
+
+    def snapshot(self, seq: int) -> Snapshot | None:
+        """Sample `seq`, or None (with a warning) when it or its base is damaged."""
+        if seq in self._bad:
+            return None
+        try:
+            cid, ints, fblob = self._ints(seq)
+            snap = codec.join(self._skeleton(cid), ints, codec.unpack_floats(fblob))
+        except (codec.CodecError, sqlite3.Error) as exc:
+            self._bad.add(seq)
+            self._warn(f"{self.path}: skipped damaged samples ({exc})")
+            return None
+        self._cache = (seq, ints)
+        return snap
+
+    def snapshots(self, start: int = 0, stop: int | None = None) -> Iterator[Snapshot]:
+        """Intact snapshots of index positions start..stop, in order."""
+        for info in self.index[start:stop]:
+            snap = self.snapshot(info.seq)
+            if snap is not None:
+                yield snap
+
+    def events(self) -> list[Event]:
+        try:
+            rows = self._db.execute("SELECT t_wall, kind, text FROM event ORDER BY t_wall, id").fetchall()
+        except sqlite3.Error as exc:
+            self._warn(f"{self.path}: events are damaged ({exc})")
+            return []
+        return [Event(float(t), str(k), str(x)) for t, k, x in rows]
+
+    def position(self, t_wall: float) -> int:
+        """Index position of the last sample at or before t_wall (0 if none)."""
+        import bisect
+        i = bisect.bisect_right(self.index, t_wall, key=lambda s: s.t_wall)
+        return max(0, i - 1)
+
+    def close(self) -> None:
+        self._db.close()
