@@ -61,7 +61,79 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the eBPF tracepoint probes (NAPI, hardirq, softirq, drops; root and bcc)")
     from nettop.actions.cli_set import add_subcommands
     add_subcommands(sub)
+    _record_args(p, sub)
     return p
+
+
+def _size(text: str) -> int:
+    from nettop.record.recorder import parse_size
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _duration(text: str) -> float:
+    from nettop.record.recorder import parse_duration
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-untyped-def]
+    """`--record FILE` (headless), `record`, `replay`, `export`, `report`."""
+    p.add_argument("--record", metavar="FILE", default=None,
+                   help="record to FILE without a screen (see docs/recording-format.md); Ctrl-C stops")
+    p.add_argument("--duration", type=_duration, default=None, help="with --record: stop after this long (90s, 15m, 24h)")
+    p.add_argument("--max-size", type=_size, default=None, help="with --record: stop when the file reaches SIZE (500M, 2G)")
+    r = sub.add_parser("record", help="record without a screen (same as --record FILE)")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", dest="rec_output")
+    r.add_argument("-i", "--interval", type=_interval, default=None, dest="rec_interval")
+    r.add_argument("--duration", type=_duration, default=None, dest="rec_duration")
+    r.add_argument("--max-size", type=_size, default=None, dest="rec_max_size")
+    r.add_argument("--root", type=_root, default=None, dest="rec_root")
+    r.add_argument("--iface", action="append", default=None, dest="rec_iface", metavar="IFACE")
+    _ping_args(r, prefix="rec_")
+    rp = sub.add_parser("replay", help="open a recording in the same screens (play/pause, seek, events)")
+    rp.add_argument("file", metavar="FILE")
+    rp.add_argument("--speed", type=float, default=1.0, help="playback speed 1-60 (default 1)")
+    ex = sub.add_parser("export", help="rates per sample of a recording as CSV or JSON")
+    ex.add_argument("file", metavar="FILE")
+    ex.add_argument("--format", choices=("csv", "json"), default="csv")
+    ex.add_argument("-o", "--output", default=None, metavar="OUT", help="write here instead of stdout")
+    rep = sub.add_parser("report", help="Markdown incident summary of a recording")
+    rep.add_argument("file", metavar="FILE")
+    rep.add_argument("--no-plots", action="store_true", help="leave out the text plots")
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from nettop.record.recorder import record
+    sub = args.command == "record"
+    path = args.rec_output if sub else args.record
+    ping = (args.rec_ping if sub else None) or args.ping
+    ping_interval = (args.rec_ping_interval if sub else None) or args.ping_interval
+    return record(path, (args.rec_root if sub else None) or args.root,
+                  (args.rec_iface if sub else None) or args.iface,
+                  (args.rec_interval if sub else None) or args.interval,
+                  (args.rec_duration if sub else None) or args.duration,
+                  (args.rec_max_size if sub else None) or args.max_size,
+                  _prober(ping, ping_interval))
+
+
+def cmd_recording(args: argparse.Namespace) -> int:
+    from nettop.record.store import RecordingError
+    try:
+        if args.command == "replay":
+            from nettop.record.replay import run_replay
+            return run_replay(args.file, args.speed)
+        if args.command == "export":
+            from nettop.record.export import export
+            return export(args.file, args.format, args.output)
+        from nettop.record.report import report
+        return report(args.file, plots=not args.no_plots)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _ping_interval(text: str) -> float:
@@ -165,6 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("set", "undo", "redo", "journal", "restore", "revert"):
             from nettop.actions.cli_set import run as run_tuning
             return run_tuning(args)
+        if args.command == "record" or (args.record and args.command is None):
+            return cmd_record(args)
+        if args.command in ("replay", "export", "report"):
+            return cmd_recording(args)
         if args.command == "snapshot":
             return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
                                 args.snap_iface or args.iface, args.json,
