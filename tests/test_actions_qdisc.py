@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 
@@ -67,3 +68,35 @@ def test_mq_children_of_a_missing_kind_name_the_child_module(veth_lab, tmp_path)
     with pytest.raises(ActionError, match="this kernel has no sch_fq: "):
         t.apply(t.plan([Change(RootQdisc(veth_lab.host_if), {"kind": "mq", "children": "fq"})]), confirmed=True)
     assert RootQdisc(veth_lab.host_if).read()["kind"] == "noqueue"  # the mq root was put back too
+
+
+def test_tbf_burst_that_overflows_the_tick_count_is_refused_before_encoding(veth_lab, tmp_path):
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    with pytest.raises(ActionError, match="tbf burst=100000 takes too long to send at rate=1 bytes/s"):
+        t.plan([Change(RootQdisc(veth_lab.host_if), {"kind": "tbf", "params": {"rate": 1, "burst": 100000}})])
+    with pytest.raises(ActionError, match="tbf needs rate"):
+        t.plan([Change(RootQdisc(veth_lab.host_if), {"kind": "tbf", "params": {"rate": 0, "burst": 0}})])
+
+
+def test_mq_on_a_single_queue_device_is_refused_and_the_kernel_agrees(tmp_path):
+    from lab import can_build_lab, run
+
+    if can_build_lab():
+        pytest.skip(can_build_lab())
+    name = f"ntq{os.getpid() % 1000000}"
+    run(["ip", "link", "add", name, "numtxqueues", "1", "numrxqueues", "1", "type", "veth",
+         "peer", "name", name + "p"])
+    try:
+        t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+        with pytest.raises(ActionError, match=f"mq needs a multi-queue device and {name} has one tx queue"):
+            t.plan([Change(RootQdisc(name), {"kind": "mq"})])
+        # the kernel's own answer, bypassing validation, is EOPNOTSUPP and changes nothing
+        s = RootQdisc(name)
+        before = s.read()
+        with pytest.raises(OSError) as exc:
+            s.write({"kind": "mq", "params": {}, "default": False, "children": "pfifo"})
+        assert exc.value.errno == errno.EOPNOTSUPP
+        assert s.explain(exc.value) == f"qdisc {name} root: not supported by this driver or kernel (EOPNOTSUPP)"
+        assert s.read() == before
+    finally:
+        run(["ip", "link", "del", name], check=False)

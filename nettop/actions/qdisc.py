@@ -16,6 +16,7 @@ the kind and each parameter that was requested and that the kernel reports back.
 from __future__ import annotations
 
 import errno
+import os
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -153,10 +154,19 @@ class RootQdisc(Setting):
                 raise ActionError(f"{kind} {k}={v!r}: give a whole number") from None
             if params[k] < 0 or params[k] > 2**32 - 1:
                 raise ActionError(f"{kind} {k}={v}: out of range (0 to 4294967295)", errno.ERANGE)
-        if pkind == "tbf" and not {"rate", "burst"} <= params.keys():
-            raise ActionError("tbf needs rate=BYTES_PER_SECOND and burst=BYTES (limit=BYTES optional)")
+        if pkind == "tbf" and not (params.get("rate") and params.get("burst")):
+            raise ActionError("tbf needs rate=BYTES_PER_SECOND and burst=BYTES above 0 (limit=BYTES optional)")
         if pkind == "tbf":
             params.setdefault("limit", max(params["burst"], 10_000))
+            from pyroute2.netlink.rtnl.tcmsg.common import TIME_UNITS_PER_SEC, tick_in_usec
+
+            # the burst travels as its transmit time in scheduler ticks, a u32
+            if params["burst"] * TIME_UNITS_PER_SEC * tick_in_usec / params["rate"] >= 2**32:
+                raise ActionError(f"tbf burst={params['burst']} takes too long to send at rate="
+                                  f"{params['rate']} bytes/s; raise the rate or lower the burst", errno.ERANGE)
+        if kind == "mq" and len(_tx_queues(self.ifname)) < 2:
+            raise ActionError(f"mq needs a multi-queue device and {self.ifname} has one tx queue; "
+                              "pick a classless qdisc", errno.EOPNOTSUPP)
         out: dict[str, Any] = {"kind": kind, "params": params, "default": bool(value.get("default"))}
         if kind == "mq":
             out["children"] = child
@@ -169,7 +179,7 @@ class RootQdisc(Setting):
         _register_plugins()
         kind, params = value["kind"], dict(value.get("params") or {})
         try:
-            with IPRoute() as ipr:
+            with IPRoute(ext_ack=True) as ipr:
                 idx = self._index(ipr)
                 if value.get("default"):
                     if self.read().get("default"):
@@ -185,7 +195,12 @@ class RootQdisc(Setting):
                 k = value.get("children") if kind == "mq" else kind
                 raise ActionError(f"this kernel has no sch_{k}: load it with `modprobe sch_{k}` "
                                   "or pick another qdisc", errno.ENOENT) from None
-            raise OSError(exc.code, errno.errorcode.get(exc.code, str(exc))) from None
+            extack = exc.args[1] if len(exc.args) > 1 else ""
+            if extack and extack != os.strerror(exc.code) and exc.code != errno.ENODEV:
+                # the kernel's own words (netlink extack) say more than the errno
+                raise ActionError(f"qdisc {self.ifname} {kind}: {extack} "
+                                  f"({errno.errorcode.get(exc.code, exc.code)})", exc.code) from None
+            raise OSError(exc.code, os.strerror(exc.code)) from None
 
     def _write_mq(self, ipr: Any, idx: int, value: dict[str, Any]) -> None:
         qdiscs = list(ipr.get_qdiscs(idx))
@@ -254,6 +269,4 @@ def _tc_args(kind: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tx_queues(ifname: str) -> list[str]:
-    import os
-
     return [n for n in os.listdir(f"/sys/class/net/{ifname}/queues") if n.startswith("tx-")]

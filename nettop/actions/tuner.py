@@ -121,6 +121,8 @@ class Tuner:
             error = str(exc)
         except OSError as exc:
             error = setting.explain(exc)
+        except Exception as exc:  # noqa: BLE001  a request nettop could not even build: the end line must still be written
+            error = f"{setting.key}: nettop could not make this request ({type(exc).__name__}: {exc})"
         try:
             after = setting.read()
         except OSError as exc:
