@@ -127,6 +127,8 @@ def test_undo_refuses_when_someone_else_changed_the_value(veth_lab, tuner):
         f.write("3")
     drift = tuner.drift()
     assert [d.key for d in drift] == [f"rps_cpus {veth_lab.host_if} rx-0"]
+    assert drift[0].line() == (f"rps_cpus {veth_lab.host_if} rx-0 was set to 2 (CPUs 1) by nettop but is now "
+                               "3 (CPUs 0-1): changed by someone else")
     with pytest.raises(Exception, match="changed by someone else"):
         tuner.undo()
     assert sysfs(q) == "3"

@@ -47,9 +47,11 @@ class Drift:
     key: str
     set_to: Any
     now: Any
+    shown: tuple[str, str] = ("", "")  # set_to and now as a person reads them
 
     def line(self) -> str:
-        return f"{self.key} was set to {self.set_to} by nettop but is now {self.now}: changed by someone else"
+        a, b = self.shown if any(self.shown) else (str(self.set_to), str(self.now))
+        return f"{self.key} was set to {a} by nettop but is now {b}: changed by someone else"
 
 
 class Tuner:
@@ -247,11 +249,12 @@ class Tuner:
             if key not in live:
                 continue
             try:
-                now = from_record(e.setting).read()
+                s = from_record(e.setting)
+                now = s.read()
             except (OSError, ActionError):
                 continue
             if now != e.after:
-                out.append(Drift(key, e.after, now))
+                out.append(Drift(key, e.after, now, (s.show(e.after), s.show(now))))
         return out
 
     @staticmethod
