@@ -194,6 +194,9 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
     from nettop.sysroot import LIVE
 
     root = root or LIVE
+    if journal is None:
+        from nettop.actions.journal import default_path
+        journal = default_path()
     if prober is not None:
         prober.start()
     reader = HostReader(root, ifnames, prober=prober)

@@ -69,24 +69,13 @@ class Writer:
 
     def __init__(self, path: str, meta: dict[str, Any] | None = None) -> None:
         self.path = path
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
-            raise RecordingError(f"{path} already exists; give a new file name or remove it") from None
-        except OSError as exc:
-            raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
-        os.close(fd)
+        if os.path.lexists(path):
+            raise RecordingError(f"{path} already exists; give a new file name or remove it")
+        _create(path, meta or {})
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            with self._tx():
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        self._db.execute(stmt)
-            rows = {"schema_version": str(SCHEMA_VERSION), **{k: _text(v) for k, v in (meta or {}).items()}}
-            with self._tx():
-                self._db.executemany("INSERT INTO meta VALUES (?, ?)", rows.items())
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(path, exc)) from None
         self._configs: dict[str, int] = {}
@@ -164,6 +153,44 @@ class Writer:
         except sqlite3.Error:
             pass  # the WAL stays; readers still see every committed sample
         self._db.close()
+
+
+def _create(path: str, meta: dict[str, Any]) -> None:
+    """Write the schema and meta into a 0600 file beside `path`, then link it into place,
+    so `path` never exists half-made (a kill -9 during creation leaves no file)."""
+    tmp = f"{path}.{os.getpid()}.new"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+    except OSError as exc:
+        raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("BEGIN")
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            rows = {"schema_version": str(SCHEMA_VERSION), **{k: _text(v) for k, v in meta.items()}}
+            db.executemany("INSERT INTO meta VALUES (?, ?)", rows.items())
+            db.execute("COMMIT")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
+        os.link(tmp, path)  # fails if path appeared meanwhile: never overwrite
+    except FileExistsError:
+        raise RecordingError(f"{path} already exists; give a new file name or remove it") from None
+    except OSError as exc:
+        raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
+    except sqlite3.Error as exc:
+        raise RecordingError(describe_sqlite_error(path, exc)) from None
+    finally:
+        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
 
 
 def _text(value: Any) -> str:
