@@ -140,3 +140,14 @@ class Features(_EthtoolSetting):
 def make(what: str, ifname: str, params: dict[str, str]) -> Setting:
     cls = {"coalesce": Coalesce, "rings": Rings, "channels": Channels, "features": Features}[what]
     return cls(ifname, tuple(params))
+
+
+def offered(what: str, ifname: str) -> dict[str, Any]:
+    """What the driver reports for coalesce/rings/channels/features, with current values:
+    the only parameters a UI should offer (maxima come as "<key>-max" when the API gives them)."""
+    need_iface(ifname)
+    try:
+        with _nl() as nl:
+            return dict(getattr(nl, f"get_{what}")(ifname))
+    except OSError as exc:
+        raise ActionError(make(what, ifname, {}).explain(exc), exc.errno) from None
