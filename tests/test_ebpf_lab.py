@@ -188,7 +188,9 @@ def test_hardirq_time_is_measured_and_eth0_virtio_irqs_are_reported_when_they_fi
         rise = total - before.get(irq, (total, ""))[0]
         if rise > 0:
             count, ns, pname = by_irq.get(irq, (0, 0, ""))
-            assert count >= rise and ns > 0, (irq, name, rise, count)
+            # /proc/interrupts and the probe read their counters at slightly different
+            # instants at each end of the window: one interrupt may fall in between.
+            assert count >= rise - 1 and ns > 0, (irq, name, rise, count)
             assert name in pname.split(","), (irq, name, pname)
     virtio = _eth0_virtio()
     eth0_irqs = {irq for irq, (_, name) in after.items()
