@@ -23,18 +23,28 @@ import struct
 import zlib
 from typing import Any
 
-from nettop.ping.stats import LatencyStats
+import enum
+import types
+
 from nettop import snapshot as S
+from nettop.ebpf import sample as E
+from nettop.ping.stats import LatencyStats
 from nettop.problems import Problem
 
-CLASSES: dict[str, type] = {c.__name__: c for c in (
-    S.Irq, S.InterruptTable, S.QueueIrqs, S.QueueMap, S.SoftirqCounts, S.CpuTimes,
-    S.SoftnetRow, S.LinkStats, S.QueueCounters, S.QueueStats, S.QdiscStats, S.BqlState,
-    S.IrqAffinity, S.QueueConfig, S.DeviceConfig, S.HostConfig, S.Snapshot,
-    LatencyStats, Problem,
-)}
+
+def _registry(module: types.ModuleType, prefix: str) -> dict[str, type]:
+    return {prefix + name: obj for name, obj in vars(module).items()
+            if isinstance(obj, type) and obj.__module__ == module.__name__
+            and (dataclasses.is_dataclass(obj) or issubclass(obj, enum.Enum))}
+
+
+# The only types a recording can produce: snapshot.py's and the eBPF sample's.
+CLASSES: dict[str, type] = {
+    **_registry(S, ""), **_registry(E, "ebpf."), "LatencyStats": LatencyStats, "Problem": Problem,
+}
+_NAMES: dict[type, str] = {c: n for n, c in CLASSES.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
-    c: tuple(f.name for f in dataclasses.fields(c)) for c in CLASSES.values()
+    c: tuple(f.name for f in dataclasses.fields(c)) for c in CLASSES.values() if dataclasses.is_dataclass(c)
 }
 
 
@@ -51,6 +61,8 @@ def split(snap: S.Snapshot) -> tuple[str, list[int], list[float]]:
 
 
 def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
+    if isinstance(obj, enum.Enum):
+        return {"e": _NAMES[type(obj)], "v": obj.value}
     if obj is None or obj is True or obj is False or isinstance(obj, str):
         return obj
     if isinstance(obj, int):
@@ -64,7 +76,7 @@ def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
     cls = type(obj)
     names = _FIELDS.get(cls)
     if names is not None:
-        return {"c": cls.__name__, "f": [_enc(getattr(obj, n), ints, floats) for n in names]}
+        return {"c": _NAMES[cls], "f": [_enc(getattr(obj, n), ints, floats) for n in names]}
     if hasattr(obj, "items"):
         keys = list(obj.keys())
         return {"k": keys, "v": [_enc(obj[k], ints, floats) for k in keys]}
@@ -76,7 +88,7 @@ def join(skeleton: Any, ints: list[int], floats: list[float]) -> S.Snapshot:
     it, ft = iter(ints), iter(floats)
     try:
         snap = _dec(skeleton, it, ft)
-    except (StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (StopIteration, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise CodecError(f"sample does not match its configuration: {exc}") from None
     if next(it, None) is not None or next(ft, None) is not None:
         raise CodecError("sample has more values than its configuration")
@@ -94,6 +106,8 @@ def _dec(node: Any, it: Any, ft: Any) -> Any:
         return next(ft)
     if isinstance(node, list):
         return tuple([_dec(v, it, ft) for v in node])
+    if "e" in node:
+        return CLASSES[node["e"]](node["v"])
     if "c" in node:
         cls = CLASSES[node["c"]]
         return cls(*[_dec(v, it, ft) for v in node["f"]])

@@ -214,6 +214,9 @@ class Reader:
             raise RecordingError(f"{path}: no such file")
         try:
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            # SQLite calls a file shorter than its header says corrupt unless the schema is
+            # "writable"; the connection is read-only, so this only lets a cut file be read.
+            self._db.execute("PRAGMA writable_schema=ON")
             rows = self._db.execute("SELECT key, value FROM meta").fetchall()
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(path, exc)) from None
@@ -248,9 +251,11 @@ class Reader:
     def _skeleton(self, cid: int) -> Any:
         sk = self._skeletons.get(cid)
         if sk is None:
-            row = self._db.execute("SELECT skeleton FROM config WHERE id = ?", (cid,)).fetchone()
+            row = self._db.execute("SELECT skeleton, sha1 FROM config WHERE id = ?", (cid,)).fetchone()
             if row is None:
                 raise codec.CodecError(f"configuration {cid} is missing")
+            if not isinstance(row[0], str) or hashlib.sha1(row[0].encode()).hexdigest() != row[1]:
+                raise codec.CodecError(f"configuration {cid} fails its checksum")
             try:
                 sk = json.loads(row[0])
             except ValueError:

@@ -1,0 +1,141 @@
+"""Snapshot codec, file mode, sizes and the headless recorder's imports."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nettop.collect import HostReader
+from nettop.ebpf.sample import DropCounts, EbpfSample, NapiCounts, ProbeCost
+from nettop.ping.stats import summarize
+from nettop.problems import Problem
+from nettop.record import codec
+from nettop.record.recorder import parse_duration, parse_size
+from nettop.record.store import Reader, RecordingError, Writer
+
+NETTOP = [sys.executable, "-m", "nettop.cli"]
+
+
+@pytest.fixture(scope="module")
+def two_reads():
+    with HostReader() as r:
+        a = r.read()
+        time.sleep(0.2)
+        b = r.read()
+    return a, b
+
+
+def _roundtrip(snap, base=None):
+    sk, ints, floats = codec.split(snap)
+    blob = codec.pack_ints(ints, base)
+    return codec.join(json.loads(sk), codec.unpack_ints(blob, base), codec.unpack_floats(codec.pack_floats(floats)))
+
+
+def test_real_snapshot_round_trips_exactly(two_reads):
+    a, b = two_reads
+    assert _roundtrip(b) == b
+    _, ia, _ = codec.split(a)
+    _, ib, _ = codec.split(b)
+    if len(ia) == len(ib):
+        assert _roundtrip(b, ia) == b
+
+
+def test_latency_ebpf_problems_and_odd_ints_round_trip(two_reads):
+    _, b = two_reads
+    ebpf = EbpfSample(
+        elapsed_s=1.0, window_s=0.5, duty=2, probes=("napi",),
+        napi=(NapiCounts("eth0", 2, 4026531840, 8193, None, 1, 10, 640, 3, 0, 64),),
+        drops=(DropCounts("NO_SOCKET", 3, "", 0, 0, "udp_queue_rcv_one_skb+0x1a4", 7),),
+        cost=(ProbeCost("napi:napi_poll", 12345, 10),), errors=("one line",))
+    snap = dataclasses.replace(
+        b, ebpf=ebpf, problems=(Problem("/proc/x", "cannot read /proc/x"),),
+        latency={"10.0.0.1": summarize([0.1, 0.25, 3.5], 4, "10.0.0.1", "10.0.0.1"),
+                 "tcp://h:443": summarize([], 2, "tcp://h:443", None, "no route")},
+        read_cpu_s=2 ** 70 * 1.0)
+    assert _roundtrip(snap) == snap
+    big = dataclasses.replace(b, online_cpus=(0, 2 ** 64 - 1, -5))
+    assert _roundtrip(big, codec.split(big)[1][:]) == big
+
+
+def test_a_hostile_skeleton_only_fails_to_decode(two_reads):
+    _, b = two_reads
+    sk, ints, floats = codec.split(b)
+    for evil in ({"c": "os.system", "f": ["true"]}, {"c": "Snapshot", "f": [0]},
+                 {"e": "Snapshot", "v": 1}, {"c": "ebpf.NapiMode", "f": []}, "x", 5):
+        with pytest.raises(codec.CodecError):
+            codec.join(evil, ints, floats)
+    with pytest.raises(codec.CodecError):
+        codec.join(json.loads(sk), ints[:-1], floats)
+    with pytest.raises(codec.CodecError):
+        codec.join(json.loads(sk), ints + [1], floats)
+    with pytest.raises(codec.CodecError):
+        codec.unpack_ints(b"not zlib", None)
+
+
+def test_files_are_0600_and_never_overwritten(two_reads, tmp_path):
+    path = str(tmp_path / "m.nettop")
+    os.umask(0o022)
+    w = Writer(path)
+    w.add_sample(two_reads[0])
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            assert stat.S_IMODE(os.stat(p).st_mode) == 0o600, p
+    with pytest.raises(RecordingError, match="already exists"):
+        Writer(path)
+    w.close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert os.listdir(tmp_path) == ["m.nettop"] or set(os.listdir(tmp_path)) <= {"m.nettop", "m.nettop-wal", "m.nettop-shm"}
+
+
+def test_events_are_stored_and_read_back(two_reads, tmp_path):
+    from nettop.timeline import Event
+    path = str(tmp_path / "e.nettop")
+    w = Writer(path)
+    w.add_sample(two_reads[0], [Event(1.0, "appeared", "interface x appeared")])
+    w.add_event(Event(2.0, "tuning", "#1 set: rps_cpus eth0 rx-0 0 → 3"))
+    w.close()
+    assert Reader(path).events() == [Event(1.0, "appeared", "interface x appeared"),
+                                     Event(2.0, "tuning", "#1 set: rps_cpus eth0 rx-0 0 → 3")]
+
+
+@pytest.mark.parametrize("text,value", [("100", 100), ("4k", 4096), ("500M", 500 << 20), ("2GiB", 2 << 30), ("1.5m", 3 << 19)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("text,value", [("90", 90), ("90s", 90), ("15m", 900), ("24h", 86400), ("2d", 172800)])
+def test_parse_duration(text, value):
+    assert parse_duration(text) == value
+
+
+def test_bad_size_is_one_line_on_the_command_line(tmp_path):
+    p = subprocess.run([*NETTOP, "--record", str(tmp_path / "x"), "--max-size", "lots"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is not a size" in p.stderr
+
+
+def test_headless_recorder_never_imports_textual(tmp_path):
+    path = str(tmp_path / "h.nettop")
+    code = (
+        "import sys, runpy; sys.argv = ['nettop', 'record', '-o', %r, '-i', '0.2', '--duration', '1'];\n"
+        "from nettop.cli import main; rc = main();\n"
+        "print('TEXTUAL' if any(m == 'textual' or m.startswith('textual.') for m in sys.modules) else 'CLEAN', rc)"
+    ) % path
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip().splitlines()[-1] == "CLEAN 0", p.stdout + p.stderr
+    assert len(Reader(path)) >= 3
+
+
+def test_max_size_stops_and_says_so(tmp_path):
+    path = str(tmp_path / "s.nettop")
+    p = subprocess.run([*NETTOP, "--record", path, "-i", "0.1", "--max-size", "80k"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "--max-size 81920 bytes reached" in p.stdout.splitlines()[-1]
+    assert len(Reader(path)) >= 1
