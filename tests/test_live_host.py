@@ -258,3 +258,23 @@ def test_snapshot_json_ebpf_section_has_napi_hardirq_softirq_drops():
     assert {"napi", "hardirq", "softirq", "drops", "cost"} <= e.keys()
     assert e["cost"]["cpu_us_per_s"] is not None
     assert any(row["count_per_s"] > 0 for row in e["hardirq"])  # the host's own IRQs fire
+
+
+def _as_nobody():
+    os.setgid(65534)
+    os.setgroups([])
+    os.setuid(65534)
+
+
+def test_without_root_snapshot_still_reports_and_says_what_needs_root_in_one_line():
+    p = subprocess.run([sys.executable, "-m", "nettop.cli", "snapshot", "--json", "--ebpf",
+                        "--interval", "0.3"], capture_output=True, text=True, timeout=60,
+                       preexec_fn=_as_nobody, cwd="/")
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["cpus"] and "lo" in doc["interfaces"]
+    assert doc["ebpf"]["available"] is False and "root" in doc["ebpf"]["reason"]
+    for line in doc["problems"]:
+        assert "\n" not in line
+    assert any("root" in line for line in p.stderr.splitlines())
