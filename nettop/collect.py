@@ -13,7 +13,7 @@ import os
 import platform
 import re
 import time
-from typing import Callable, Iterable, TypeVar
+from typing import Iterable, TypeVar
 
 from nettop.collectors import (
     bql,
@@ -35,7 +35,7 @@ from nettop.collectors import (
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.problems import Problem
-from nettop.snapshot import DeviceConfig, InterruptTable, LinkStats, Snapshot
+from nettop.snapshot import DeviceConfig, LinkStats, Snapshot
 from nettop.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
@@ -130,12 +130,11 @@ class HostReader:
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
-        if mapped - self._net_irqs:
-            self._net_irqs = mapped
-            missing = {i for i in mapped if i in table.irqs and table.irqs[i].counts is None}
-            if missing:
-                table = self._reparse(root, table, missing, problems)
+        new = mapped - self._net_irqs
         self._net_irqs = mapped
+        if any(i in table.irqs and table.irqs[i].counts is None for i in new):
+            # a device appeared this tick: parse again with its IRQs' counts
+            table = take(self._interrupts.read(root, self._want_irq, full=True))
 
         sirq = take(softirqs.read_softirqs(root))
         times = take(cpustat.read_stat(root))
@@ -183,15 +182,6 @@ class HostReader:
                 self._name_is_net.clear()
             hit = self._name_is_net[key] = bool(_NET_IRQ_NAME.search(name))
         return hit
-
-    def _reparse(self, root: SysRoot, table: InterruptTable, missing: set[int],
-                 problems: list[Problem]) -> InterruptTable:
-        """Parse again with the IRQs the queue map found (a device appeared this tick)."""
-        want: Callable[[int, str], bool] = lambda irq, name: (  # noqa: E731
-            irq in missing or self._want_irq(irq, name))
-        again, probs = self._interrupts.read(root, want, full=True)
-        problems.extend(probs)
-        return again
 
     def _device_config(self, link: LinkStats, problems: list[Problem]) -> DeviceConfig:
         name = link.name
