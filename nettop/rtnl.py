@@ -9,7 +9,6 @@ are rare, use pyroute2.
 
 from __future__ import annotations
 
-import errno
 import os
 import socket
 import struct
@@ -30,7 +29,7 @@ OPERSTATES = ("unknown", "notpresent", "down", "lowerlayerdown", "testing", "dor
 
 TCA_KIND, TCA_STATS2 = 1, 7
 TCA_STATS_BASIC, TCA_STATS_QUEUE = 1, 3
-TC_H_ROOT, TC_H_INGRESS, TC_H_CLSACT = 0xFFFFFFFF, 0xFFFFFFF1, 0xFFFFFFF1
+TC_H_ROOT, TC_H_INGRESS = 0xFFFFFFFF, 0xFFFFFFF1  # clsact shares ingress's parent
 
 _NLHDR = struct.Struct("=IHHII")
 _ATTR = struct.Struct("=HH")
@@ -195,7 +194,3 @@ class Rtnl:
 
     def qdiscs(self) -> list[QdiscMsg]:
         return self._dump(RTM_GETQDISC, _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0), RTM_NEWQDISC, parse_qdisc)
-
-
-def is_gone(exc: OSError) -> bool:
-    return exc.errno in (errno.ENODEV, errno.ENXIO)

@@ -13,7 +13,6 @@ at a fixed per-second rate, 32-bit counters wrapping as they do in the kernel.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 from pathlib import Path
 from typing import Iterable
