@@ -83,14 +83,39 @@ def due(last: float | None, now: float, window_s: float, width: int) -> bool:
     return now - last >= window_s / max(1, 2 * width)
 
 
+def picture_key(series: Sequence[Series], markers: Sequence[float], window_s: float, width: int,
+                height: int, div: float, peak: float) -> tuple:
+    """What a throughput chart would look like, at (finer than) its braille resolution:
+    equal keys draw equal pictures, so an unchanged key needs no new plot."""
+    cols, rows = max(1, 2 * width), max(1, 4 * height)
+    top = max(1.0, peak / div * 1.1)
+    lines = []
+    for s in series:
+        for values in (s.rx_bits, s.tx_bits):
+            dots: list[tuple[int, int]] = []
+            for x, v in zip(s.xs, values):
+                dot = (int((x + window_s) / window_s * cols), int(v / div / top * rows))
+                if not dots or dots[-1] != dot:
+                    dots.append(dot)
+            lines.append((s.ifname, tuple(dots)))
+    return (width, height, f"{top:.4g}", div, tuple(lines),
+            tuple(int((m + window_s) / window_s * cols) for m in markers))
+
+
 class ThroughputChart(LineChart):
     """rx/tx bits per second per shown interface over the window, with event markers."""
 
+    _picture: tuple | None = None
+
     def show(self, series: Sequence[Series], markers: Sequence[float], window_s: float) -> None:
-        plt = self.plt
-        plt.clear_figure()
         peak = max([0.0, *(v for s in series for v in (*s.rx_bits, *s.tx_bits))])
         div, unit = bit_unit(peak)
+        picture = picture_key(series, markers, window_s, self.size.width, self.size.height, div, peak)
+        if picture == self._picture:
+            return  # same dots, labels and markers as on screen: skip plotext entirely
+        self._picture = picture
+        plt = self.plt
+        plt.clear_figure()
         for s in series:
             if not s.xs:
                 continue
