@@ -13,6 +13,9 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
@@ -164,11 +167,12 @@ class Rtnl:
     def close(self) -> None:
         self._sock.close()
 
-    def _dump(self, msg_type: int, body: bytes, want: int, parse):  # type: ignore[no-untyped-def]
+    def _dump(self, msg_type: int, body: bytes, want: int,
+              parse: Callable[[memoryview, int, int], T]) -> list[T]:
         self._seq += 1
         seq = self._seq
         self._sock.send(_NLHDR.pack(_NLHDR.size + len(body), msg_type, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
-        out = []
+        out: list[T] = []
         while True:
             data = self._sock.recv(1 << 16)
             off = 0

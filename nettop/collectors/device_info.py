@@ -44,7 +44,7 @@ def device_chain(root: SysRoot, ifname: str) -> list[str]:
         return []
     top = os.path.realpath(root.join("sys/devices"))
     path = os.path.realpath(link)
-    chain = []
+    chain: list[str] = []
     while len(chain) <= _MAX_UP and path.startswith(top + os.sep):
         chain.append(path)
         path = os.path.dirname(path)
