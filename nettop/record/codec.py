@@ -21,6 +21,11 @@ import dataclasses
 import json
 import struct
 import zlib
+
+try:
+    import lzma
+except ImportError:  # a Python built without liblzma still reads and writes zlib rows
+    lzma = None  # type: ignore[assignment]
 from typing import Any
 
 import enum
@@ -117,27 +122,56 @@ def _dec(node: Any, it: Any, ft: Any) -> Any:
 # --- vectors -------------------------------------------------------------------------
 
 
-def pack_ints(values: list[int], base: list[int] | None) -> bytes:
-    """zlib(zigzag varints of values - base); base None or of another length: absolute."""
+ZLIB, LZMA = 1, 2  # first byte of an int blob: how the varints after it are compressed
+# LZMA2 raw stream without literal context: counter deltas are not text, and lc=0 is
+# both smaller and faster here. Other tools decode it with xz's raw mode and these values.
+LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 16, "lc": 0, "lp": 0, "pb": 0,
+                 "mode": lzma.MODE_NORMAL, "nice_len": 273, "mf": lzma.MF_BT4}] if lzma else None
+
+
+def reorder(n: int, active: list[int] | None) -> list[int] | None:
+    """Storage order: the positions that moved last time first, then the rest.
+
+    Counters that changed in the previous interval almost always change again and the
+    others almost never do, so this puts the noisy values together and leaves one long
+    run of zeros, which compresses to nearly nothing (a third smaller than in walk order).
+    """
+    if not active or len(active) == n:
+        return None
+    moved = set(active)
+    return active + [i for i in range(n) if i not in moved]
+
+
+def pack_ints(values: list[int], base: list[int] | None, active: list[int] | None = None) -> bytes:
+    """Zigzag varints of values - base (absolute without a base), in `reorder` order, compressed."""
     if base is not None and len(base) != len(values):
         raise CodecError("base vector of another length")
+    diffs = values if base is None else [v - p for v, p in zip(values, base)]
+    order = reorder(len(diffs), active)
+    if order is not None:
+        diffs = [diffs[i] for i in order]
     out = bytearray()
     append = out.append
-    prev = base if base is not None else [0] * len(values)
-    for v, p in zip(values, prev):
-        d = v - p
+    for d in diffs:
         z = d << 1 if d >= 0 else ((-d) << 1) - 1
         while z > 0x7F:
             append((z & 0x7F) | 0x80)
             z >>= 7
         append(z)
-    return zlib.compress(bytes(out), 6)
+    if LZMA_FILTERS is not None:
+        return bytes([LZMA]) + lzma.compress(bytes(out), format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
+    return bytes([ZLIB]) + zlib.compress(bytes(out), 6)
 
 
-def unpack_ints(blob: bytes, base: list[int] | None) -> list[int]:
+def unpack_ints(blob: bytes, base: list[int] | None, active: list[int] | None = None) -> list[int]:
     try:
-        raw = zlib.decompress(blob)
-    except zlib.error as exc:
+        if blob[:1] == bytes([ZLIB]):
+            raw = zlib.decompress(blob[1:])
+        elif blob[:1] == bytes([LZMA]) and LZMA_FILTERS is not None:
+            raw = lzma.decompress(blob[1:], format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
+        else:
+            raise CodecError("counters use an unknown compression")
+    except (zlib.error, lzma.LZMAError if lzma else zlib.error) as exc:
         raise CodecError(f"compressed counters are damaged: {exc}") from None
     out: list[int] = []
     append = out.append
@@ -151,6 +185,14 @@ def unpack_ints(blob: bytes, base: list[int] | None) -> list[int]:
         z = shift = 0
     if shift:
         raise CodecError("counter vector ends mid-value")
+    order = reorder(len(out), active)
+    if order is not None:
+        if len(order) != len(out):
+            raise CodecError("counter vector does not match its base")
+        walk = [0] * len(out)
+        for pos, i in zip(order, out):
+            walk[pos] = i
+        out = walk
     if base is not None:
         if len(base) != len(out):
             raise CodecError("counter vector does not match its base")

@@ -5,8 +5,10 @@ Tables (docs/recording-format.md has the full description):
 * `meta(key, value)`: `schema_version`, `host`, `kernel`, `interval_s`, `cpu_nodes`, ...
 * `config(id, skeleton)`: a snapshot's structure and configuration; a new row only when
   it changes, so "what changed here" is a join.
-* `sample(seq, t_wall, t_mono, config_id, base_seq, ints, floats, crc)`: counters as
-  varint deltas against sample `base_seq` (NULL: absolute, a key sample), zlib'd.
+* `sample(seq, t_wall, t_mono, config_id, base_seq, pred, ints, floats, crc)`: counters
+  as zlib'd varints of the difference from a prediction: `pred` 0 absolute (a key
+  sample), 1 the base sample's values, 2 a straight line through the base and the
+  base's base (`2*b - bb`: a counter rising at a steady rate costs almost nothing).
 * `event(id, seq, t_wall, kind, text)`: timeline events and tuning journal entries.
 
 Every sample row carries a CRC-32 of its blobs, so a flipped byte is caught even where
@@ -28,6 +30,7 @@ from nettop.snapshot import Snapshot
 from nettop.timeline import Event
 
 SCHEMA_VERSION = 1
+PAGE_SIZE = 16384
 KEY_EVERY = 60  # a key sample (absolute counters) at least this often: seek cost bound
 
 _SCHEMA = """
@@ -35,7 +38,7 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE config (id INTEGER PRIMARY KEY, sha1 TEXT NOT NULL UNIQUE, skeleton TEXT NOT NULL);
 CREATE TABLE sample (
     seq INTEGER PRIMARY KEY, t_wall REAL NOT NULL, t_mono REAL NOT NULL,
-    config_id INTEGER NOT NULL REFERENCES config(id), base_seq INTEGER,
+    config_id INTEGER NOT NULL REFERENCES config(id), base_seq INTEGER, pred INTEGER NOT NULL,
     ints BLOB NOT NULL, floats BLOB NOT NULL, crc INTEGER NOT NULL);
 CREATE INDEX sample_t_wall ON sample(t_wall);
 CREATE TABLE event (
@@ -60,8 +63,10 @@ def describe_sqlite_error(path: str, exc: BaseException) -> str:
     return f"{path}: {text}"
 
 
-def _crc(ints: bytes, floats: bytes) -> int:
-    return zlib.crc32(floats, zlib.crc32(ints))
+def _crc(seq: int, cid: int, base: int | None, pred: int, sha1: str, ints: bytes, floats: bytes) -> int:
+    """CRC-32 over everything a sample's decoding depends on, its configuration's hash too."""
+    head = f"{seq}/{cid}/{base}/{pred}/{sha1}/".encode()
+    return zlib.crc32(floats, zlib.crc32(ints, zlib.crc32(head)))
 
 
 class Writer:
@@ -80,6 +85,7 @@ class Writer:
             raise RecordingError(describe_sqlite_error(path, exc)) from None
         self._configs: dict[str, int] = {}
         self._prev_ints: list[int] | None = None
+        self._prev2_ints: list[int] | None = None  # the one before, when prev was no key
         self._prev_config = -1
         self._seq = 0
         self._since_key = 0
@@ -111,18 +117,21 @@ class Writer:
                         "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0]
                 key = (cid != self._prev_config or self._prev_ints is None
                        or self._since_key >= KEY_EVERY - 1 or len(ints) != len(self._prev_ints))
-                iblob = codec.pack_ints(ints, None if key else self._prev_ints)
+                pred = 0 if key else (2 if self._prev2_ints is not None else 1)
+                iblob = codec.pack_ints(ints, predict(pred, self._prev_ints, self._prev2_ints),
+                                        moved(pred, self._prev_ints, self._prev2_ints))
                 fblob = codec.pack_floats(floats)
                 self._db.execute(
-                    "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (seq, snap.t_wall, snap.t_mono, cid, None if key else self._seq,
-                     iblob, fblob, _crc(iblob, fblob)))
+                    "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (seq, snap.t_wall, snap.t_mono, cid, None if key else self._seq, pred,
+                     iblob, fblob, _crc(seq, cid, None if key else self._seq, pred, sha, iblob, fblob)))
                 for e in events:
                     self._db.execute("INSERT INTO event(seq, t_wall, kind, text) VALUES (?, ?, ?, ?)",
                                      (seq, e.t_wall, e.kind, e.text))
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(self.path, exc)) from None
         self._configs[sha] = cid
+        self._prev2_ints = None if key else self._prev_ints
         self._prev_config, self._prev_ints, self._seq = cid, ints, seq
         self._since_key = 0 if key else self._since_key + 1
         self.samples += 1
@@ -155,6 +164,26 @@ class Writer:
         self._db.close()
 
 
+def predict(pred: int, base: list[int] | None, base2: list[int] | None) -> list[int] | None:
+    """The vector a sample's counters are stored relative to (see the module docstring)."""
+    if pred == 0:
+        return None
+    if base is None:
+        raise codec.CodecError("a delta sample without its base")
+    if pred == 1:
+        return base
+    if pred == 2 and base2 is not None and len(base2) == len(base):
+        return [2 * b - c for b, c in zip(base, base2)]
+    raise codec.CodecError(f"unknown prediction {pred}")
+
+
+def moved(pred: int, base: list[int] | None, base2: list[int] | None) -> list[int] | None:
+    """Positions that changed between the two samples a pred-2 row is predicted from."""
+    if pred != 2 or base is None or base2 is None or len(base) != len(base2):
+        return None
+    return [i for i, (b, c) in enumerate(zip(base, base2)) if b != c]
+
+
 def _create(path: str, meta: dict[str, Any]) -> None:
     """Write the schema and meta into a 0600 file beside `path`, then link it into place,
     so `path` never exists half-made (a kill -9 during creation leaves no file)."""
@@ -167,6 +196,8 @@ def _create(path: str, meta: dict[str, Any]) -> None:
     try:
         db = sqlite3.connect(tmp, isolation_level=None)
         try:
+            # rows of 1-2 kB fill 16 kB pages to ~95% where 4 kB pages hold two and waste a third
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("BEGIN")
             for stmt in _SCHEMA.split(";"):
@@ -237,8 +268,8 @@ class Reader:
                 self.index.append(SampleInfo(seq, tw, tm))
         except sqlite3.Error as exc:
             self.warnings.append(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
-        self._skeletons: dict[int, Any] = {}
-        self._cache: tuple[int, list[int]] | None = None
+        self._skeletons: dict[int, tuple[Any, str]] = {}
+        self._cache: dict[int, tuple[list[int], int | None]] = {}  # seq -> (ints, base seq)
         self._bad: set[int] = set()
 
     def __len__(self) -> int:
@@ -248,7 +279,8 @@ class Reader:
         if text not in self.warnings:
             self.warnings.append(text)
 
-    def _skeleton(self, cid: int) -> Any:
+    def _skeleton(self, cid: int) -> tuple[Any, str]:
+        """(parsed skeleton, its SHA-1) of configuration `cid`, checked against its hash."""
         sk = self._skeletons.get(cid)
         if sk is None:
             row = self._db.execute("SELECT skeleton, sha1 FROM config WHERE id = ?", (cid,)).fetchone()
@@ -257,42 +289,55 @@ class Reader:
             if not isinstance(row[0], str) or hashlib.sha1(row[0].encode()).hexdigest() != row[1]:
                 raise codec.CodecError(f"configuration {cid} fails its checksum")
             try:
-                sk = json.loads(row[0])
+                sk = (json.loads(row[0]), row[1])
             except ValueError:
                 raise codec.CodecError(f"configuration {cid} is damaged") from None
             self._skeletons[cid] = sk
         return sk
 
-    def _ints(self, seq: int, depth: int = 0) -> tuple[int, list[int], bytes]:
-        row = self._db.execute("SELECT config_id, base_seq, ints, floats, crc FROM sample WHERE seq = ?",
+    def _vector(self, seq: int, depth: int = 0) -> tuple[int, list[int], bytes, int | None]:
+        """(config id, ints, float blob, base seq) of sample `seq`, decoding its bases."""
+        row = self._db.execute("SELECT config_id, base_seq, pred, ints, floats, crc FROM sample WHERE seq = ?",
                                (seq,)).fetchone()
         if row is None:
             raise codec.CodecError(f"sample {seq} is missing")
-        cid, base, iblob, fblob, crc = row
-        if _crc(iblob, fblob) != crc:
+        cid, base, pred, iblob, fblob, crc = row
+        if not (isinstance(iblob, bytes) and isinstance(fblob, bytes)) or \
+                _crc(seq, cid, base, pred, self._skeleton(cid)[1], iblob, fblob) != crc:
             raise codec.CodecError(f"sample {seq} fails its checksum")
-        if base is None:
-            return cid, codec.unpack_ints(iblob, None), fblob
-        if self._cache is not None and self._cache[0] == base:
-            prev = self._cache[1]
-        else:
-            if depth > 10 * KEY_EVERY:
-                raise codec.CodecError(f"sample {seq} has too long a chain of bases")
-            prev = self._ints(base, depth + 1)[1]
-        return cid, codec.unpack_ints(iblob, prev), fblob
+        b = b2 = None
+        if pred:
+            if base is None or depth > 2 * KEY_EVERY:
+                raise codec.CodecError(f"sample {seq} has no usable base")
+            b, base2 = self._cached(base, depth)
+            if pred == 2:
+                if base2 is None:
+                    raise codec.CodecError(f"sample {seq} has no usable base")
+                b2, _ = self._cached(base2, depth)
+        ints = codec.unpack_ints(iblob, predict(pred, b, b2), moved(pred, b, b2))
+        self._cache[seq] = (ints, base)
+        while len(self._cache) > 4:
+            del self._cache[next(iter(self._cache))]
+        return cid, ints, fblob, base
+
+    def _cached(self, seq: int, depth: int) -> tuple[list[int], int | None]:
+        hit = self._cache.get(seq)
+        if hit is not None:
+            return hit
+        _, ints, _, base = self._vector(seq, depth + 1)
+        return ints, base
 
     def snapshot(self, seq: int) -> Snapshot | None:
         """Sample `seq`, or None (with a warning) when it or its base is damaged."""
         if seq in self._bad:
             return None
         try:
-            cid, ints, fblob = self._ints(seq)
-            snap = codec.join(self._skeleton(cid), ints, codec.unpack_floats(fblob))
+            cid, ints, fblob, _ = self._vector(seq)
+            snap = codec.join(self._skeleton(cid)[0], ints, codec.unpack_floats(fblob))
         except (codec.CodecError, sqlite3.Error) as exc:
             self._bad.add(seq)
             self._warn(f"{self.path}: skipped damaged samples ({exc})")
             return None
-        self._cache = (seq, ints)
         return snap
 
     def snapshots(self, start: int = 0, stop: int | None = None) -> Iterator[Snapshot]:
