@@ -46,6 +46,19 @@ def test_fq_request_carries_uapi_attribute_numbers():
     assert {k: struct.unpack("I", opts[n])[0] for k, n in UAPI_FQ.items()} == params
 
 
+def test_fq_codel_request_carries_uapi_attribute_numbers_in_microseconds():
+    # enum { TCA_FQ_CODEL_UNSPEC, _TARGET, _LIMIT, _INTERVAL, _ECN, _FLOWS, _QUANTUM, ... }
+    params = {"target": 5000, "limit": 10240, "interval": 100000, "ecn": 1, "flows": 1024, "quantum": 1514}
+    opts = dict(nlattrs(encode("fq_codel", params)[2]))
+    numbers = {"target": 1, "limit": 2, "interval": 3, "ecn": 4, "flows": 5, "quantum": 6}
+    assert {k: struct.unpack("I", opts[n])[0] for k, n in numbers.items()} == params
+
+
+def test_cake_bandwidth_in_bits_goes_out_as_bytes_per_second():
+    opts = dict(nlattrs(encode("cake", {"bandwidth": 80_000_000})[2]))
+    assert struct.unpack("Q", opts[2]) == (10_000_000,)  # TCA_CAKE_BASE_RATE64
+
+
 def test_bfifo_request_is_a_tc_fifo_qopt():
     assert struct.unpack("I", encode("bfifo", {"limit": 50000})[2]) == (50000,)
 

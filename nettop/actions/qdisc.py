@@ -8,6 +8,8 @@ options at all. A root qdisc the kernel attached by itself has handle 0; putting
 default back means deleting nettop's root, which makes the kernel attach its default
 again. A replace drops whatever the old qdisc held, so it asks for confirmation.
 
+Units are the kernel's: tbf rate in bytes/s and burst/limit in bytes, fq_codel
+target/interval in microseconds, fq maxrate in bytes/s; cake bandwidth in bit/s.
 The value is a dict: {"kind": "tbf", "params": {"rate": 1250000, ...}}, plus
 "children" for mq and "default": true for a kernel-attached root. Read-back compares
 the kind and each parameter that was requested and that the kernel reports back.
@@ -94,6 +96,8 @@ def _options(kind: str, opts: Any) -> dict[str, Any]:
         return {k: attrs.get(f"TCA_FQ_CODEL_{k.upper()}") for k in ("limit", "target", "interval")}
     if kind == "fq":
         return {"limit": attrs.get("TCA_FQ_PLIMIT")}
+    if kind == "cake" and attrs.get("TCA_CAKE_BASE_RATE64") is not None:
+        return {"bandwidth": attrs["TCA_CAKE_BASE_RATE64"] * 8}  # bytes/s in the kernel, bit/s here
     return {}
 
 
