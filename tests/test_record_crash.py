@@ -15,7 +15,7 @@ from nettop.record.replay import ReplaySource
 from nettop.record.store import Reader
 
 NETTOP = [sys.executable, "-m", "nettop.cli"]
-KILLS = 24
+KILLS = int(os.environ.get("NETTOP_KILLS", "24"))  # soak: NETTOP_KILLS=500
 
 
 def _replay_all(path: str) -> int:

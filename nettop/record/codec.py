@@ -17,9 +17,11 @@ number is structure, not a counter).
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
 import struct
+import sys
 import zlib
 
 try:
@@ -122,7 +124,9 @@ def _dec(node: Any, it: Any, ft: Any) -> Any:
 # --- vectors -------------------------------------------------------------------------
 
 
-ZLIB, LZMA = 1, 2  # first byte of an int blob: how the varints after it are compressed
+# First byte of an int blob: 1 zlib'd zigzag varints; 2 the same in LZMA2; 3 LZMA2 of
+# zigzag byte planes (see _planes), the default.
+ZLIB, LZMA, LZMA_PLANES = 1, 2, 3
 # LZMA2 raw stream without literal context: counter deltas are not text, and lc=0 is
 # both smaller and faster here. Other tools decode it with xz's raw mode and these values.
 LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 16, "lc": 0, "lp": 0, "pb": 0,
@@ -150,29 +154,67 @@ def pack_ints(values: list[int], base: list[int] | None, active: list[int] | Non
     order = reorder(len(diffs), active)
     if order is not None:
         diffs = [diffs[i] for i in order]
+    zs = [d << 1 if d >= 0 else ((-d) << 1) - 1 for d in diffs]
+    if LZMA_FILTERS is not None and (not zs or max(zs) < 1 << 64):
+        return bytes([LZMA_PLANES]) + lzma.compress(_planes(zs), format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
     out = bytearray()
     append = out.append
-    for d in diffs:
-        z = d << 1 if d >= 0 else ((-d) << 1) - 1
+    for z in zs:
         while z > 0x7F:
             append((z & 0x7F) | 0x80)
             z >>= 7
         append(z)
-    if LZMA_FILTERS is not None:
-        return bytes([LZMA]) + lzma.compress(bytes(out), format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
     return bytes([ZLIB]) + zlib.compress(bytes(out), 6)
 
 
+def _planes(zs: list[int]) -> bytes:
+    """Byte planes: width w (1 byte), then byte 0 of every value, byte 1 of every value, ...
+
+    Planes of high bytes are mostly zero and compress to almost nothing; decoding is
+    slicing and one array conversion instead of a loop over every byte."""
+    arr = array.array("Q", zs)
+    if sys.byteorder != "little":
+        arr.byteswap()  # pragma: no cover - the format is little-endian
+    raw = arr.tobytes()
+    top = max(zs, default=0)
+    width = max(1, (top.bit_length() + 7) // 8)
+    return bytes([width]) + b"".join(raw[k::8] for k in range(width))
+
+
+def _unplanes(data: bytes) -> list[int]:
+    if not data:
+        raise CodecError("counter planes are empty")
+    width = data[0]
+    body = data[1:]
+    if not 1 <= width <= 8 or len(body) % width:
+        raise CodecError("counter planes are damaged")
+    n = len(body) // width
+    buf = bytearray(8 * n)
+    for k in range(width):
+        buf[k::8] = body[k * n:(k + 1) * n]
+    arr = array.array("Q")
+    arr.frombytes(bytes(buf))
+    if sys.byteorder != "little":
+        arr.byteswap()  # pragma: no cover
+    return [z >> 1 if not z & 1 else -((z + 1) >> 1) for z in arr]
+
+
 def unpack_ints(blob: bytes, base: list[int] | None, active: list[int] | None = None) -> list[int]:
+    planes = blob[:1] == bytes([LZMA_PLANES])
     try:
         if blob[:1] == bytes([ZLIB]):
             raw = zlib.decompress(blob[1:])
-        elif blob[:1] == bytes([LZMA]) and LZMA_FILTERS is not None:
+        elif blob[:1] in (bytes([LZMA]), bytes([LZMA_PLANES])) and LZMA_FILTERS is not None:
             raw = lzma.decompress(blob[1:], format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
         else:
             raise CodecError("counters use an unknown compression")
     except (zlib.error, lzma.LZMAError if lzma else zlib.error) as exc:
         raise CodecError(f"compressed counters are damaged: {exc}") from None
+    out: list[int] = _unplanes(raw) if planes else _varints(raw)
+    return _restore(out, base, active)
+
+
+def _varints(raw: bytes) -> list[int]:
     out: list[int] = []
     append = out.append
     z = shift = 0
@@ -185,6 +227,10 @@ def unpack_ints(blob: bytes, base: list[int] | None, active: list[int] | None = 
         z = shift = 0
     if shift:
         raise CodecError("counter vector ends mid-value")
+    return out
+
+
+def _restore(out: list[int], base: list[int] | None, active: list[int] | None) -> list[int]:
     order = reorder(len(out), active)
     if order is not None:
         if len(order) != len(out):
