@@ -123,15 +123,15 @@ def day_file(src: str, tmp: str) -> str:
     db.close()
     db = sqlite3.connect(path)
     shas = dict(db.execute("SELECT id, sha1 FROM config"))
-    rows = db.execute("SELECT seq, t_wall, t_mono, config_id, base_seq, pred, ints, floats, crc FROM sample ORDER BY seq").fetchall()
+    rows = db.execute("SELECT seq, t_wall, t_mono, config_id, base_seq, pred, key_seq, ints, floats, crc FROM sample ORDER BY seq").fetchall()
     n = len(rows)
     copies = -(-DAY // n)
     with db:
         for c in range(1, copies):
-            db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                (s + c * n, tw + c * n, tm + c * n, cid, None if b is None else b + c * n, p, i, f,
-                 _crc(s + c * n, cid, None if b is None else b + c * n, p, shas[cid], i, f))
-                for s, tw, tm, cid, b, p, i, f, crc in rows if s + c * n <= DAY])
+            db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                (s + c * n, tw + c * n, tm + c * n, cid, None if b is None else b + c * n, p, k + c * n, i, f,
+                 _crc(s + c * n, cid, None if b is None else b + c * n, p, k + c * n, shas[cid], i, f))
+                for s, tw, tm, cid, b, p, k, i, f, crc in rows if s + c * n <= DAY])
     db.execute("PRAGMA journal_mode=WAL")
     db.close()
     print(f"24 h file: {DAY} samples, {os.path.getsize(path) / MB:.1f} MB on disk")

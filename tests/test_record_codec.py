@@ -139,3 +139,15 @@ def test_max_size_stops_and_says_so(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "--max-size 81920 bytes reached" in p.stdout.splitlines()[-1]
     assert len(Reader(path)) >= 1
+
+
+def test_second_order_prediction_in_moved_first_order_round_trips():
+    a = [10, 5, 7, 2 ** 63, 0, 100]
+    b = [20, 5, 7, 2 ** 63 + 3, 0, 90]
+    c = [31, 5, 8, 2 ** 63 + 6, -4, 80]
+    order = codec.Order.between(a, b)
+    blob = codec.pack_ints(c, b, a, order)
+    assert codec.unpack_ints(blob, b, a, order) == c
+    assert codec.unpack_ints(codec.pack_ints(c, b), b) == c
+    with pytest.raises(codec.CodecError):
+        codec.unpack_ints(blob, b[:-1], a, order)

@@ -5,10 +5,11 @@ Tables (docs/recording-format.md has the full description):
 * `meta(key, value)`: `schema_version`, `host`, `kernel`, `interval_s`, `cpu_nodes`, ...
 * `config(id, skeleton)`: a snapshot's structure and configuration; a new row only when
   it changes, so "what changed here" is a join.
-* `sample(seq, t_wall, t_mono, config_id, base_seq, pred, ints, floats, crc)`: counters
-  as zlib'd varints of the difference from a prediction: `pred` 0 absolute (a key
+* `sample(seq, t_wall, t_mono, config_id, base_seq, pred, key_seq, ints, floats, crc)`:
+  counters as compressed differences from a prediction: `pred` 0 absolute (a key
   sample), 1 the base sample's values, 2 a straight line through the base and the
-  base's base (`2*b - bb`: a counter rising at a steady rate costs almost nothing).
+  base's base (`2*b - bb`: a counter rising at a steady rate costs almost nothing),
+  stored moved-first in the order of chain `key_seq` (codec.Order).
 * `event(id, seq, t_wall, kind, text)`: timeline events and tuning journal entries.
 
 Every sample row carries a CRC-32 of its blobs, so a flipped byte is caught even where
@@ -39,8 +40,7 @@ CREATE TABLE config (id INTEGER PRIMARY KEY, sha1 TEXT NOT NULL UNIQUE, skeleton
 CREATE TABLE sample (
     seq INTEGER PRIMARY KEY, t_wall REAL NOT NULL, t_mono REAL NOT NULL,
     config_id INTEGER NOT NULL REFERENCES config(id), base_seq INTEGER, pred INTEGER NOT NULL,
-    ints BLOB NOT NULL, floats BLOB NOT NULL, crc INTEGER NOT NULL);
-CREATE INDEX sample_t_wall ON sample(t_wall);
+    key_seq INTEGER NOT NULL, ints BLOB NOT NULL, floats BLOB NOT NULL, crc INTEGER NOT NULL);
 CREATE TABLE event (
     id INTEGER PRIMARY KEY, seq INTEGER, t_wall REAL NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL);
 CREATE INDEX event_t_wall ON event(t_wall);
@@ -63,9 +63,10 @@ def describe_sqlite_error(path: str, exc: BaseException) -> str:
     return f"{path}: {text}"
 
 
-def _crc(seq: int, cid: int, base: int | None, pred: int, sha1: str, ints: bytes, floats: bytes) -> int:
+def _crc(seq: int, cid: int, base: int | None, pred: int, key: int, sha1: str,
+         ints: bytes, floats: bytes) -> int:
     """CRC-32 over everything a sample's decoding depends on, its configuration's hash too."""
-    head = f"{seq}/{cid}/{base}/{pred}/{sha1}/".encode()
+    head = f"{seq}/{cid}/{base}/{pred}/{key}/{sha1}/".encode()
     return zlib.crc32(floats, zlib.crc32(ints, zlib.crc32(head)))
 
 
@@ -86,6 +87,8 @@ class Writer:
         self._configs: dict[str, int] = {}
         self._prev_ints: list[int] | None = None
         self._prev2_ints: list[int] | None = None  # the one before, when prev was no key
+        self._key_seq = 0
+        self._order: codec.Order | None = None  # of the current chain, from its first interval
         self._prev_config = -1
         self._seq = 0
         self._since_key = 0
@@ -118,13 +121,21 @@ class Writer:
                 key = (cid != self._prev_config or self._prev_ints is None
                        or self._since_key >= KEY_EVERY - 1 or len(ints) != len(self._prev_ints))
                 pred = 0 if key else (2 if self._prev2_ints is not None else 1)
-                iblob = codec.pack_ints(ints, predict(pred, self._prev_ints, self._prev2_ints),
-                                        moved(pred, self._prev_ints, self._prev2_ints))
+                key_seq = seq if key else self._key_seq
+                if pred == 2 and self._order is None:
+                    self._order = codec.Order.between(self._prev2_ints, self._prev_ints)  # type: ignore[arg-type]
+                if key:
+                    iblob = codec.pack_ints(ints)
+                elif pred == 1:
+                    iblob = codec.pack_ints(ints, self._prev_ints)
+                else:
+                    iblob = codec.pack_ints(ints, self._prev_ints, self._prev2_ints, self._order)
                 fblob = codec.pack_floats(floats)
+                base = None if key else self._seq
                 self._db.execute(
-                    "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (seq, snap.t_wall, snap.t_mono, cid, None if key else self._seq, pred,
-                     iblob, fblob, _crc(seq, cid, None if key else self._seq, pred, sha, iblob, fblob)))
+                    "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (seq, snap.t_wall, snap.t_mono, cid, base, pred, key_seq,
+                     iblob, fblob, _crc(seq, cid, base, pred, key_seq, sha, iblob, fblob)))
                 for e in events:
                     self._db.execute("INSERT INTO event(seq, t_wall, kind, text) VALUES (?, ?, ?, ?)",
                                      (seq, e.t_wall, e.kind, e.text))
@@ -132,6 +143,8 @@ class Writer:
             raise RecordingError(describe_sqlite_error(self.path, exc)) from None
         self._configs[sha] = cid
         self._prev2_ints = None if key else self._prev_ints
+        if key:
+            self._key_seq, self._order = seq, None
         self._prev_config, self._prev_ints, self._seq = cid, ints, seq
         self._since_key = 0 if key else self._since_key + 1
         self.samples += 1
@@ -162,26 +175,6 @@ class Writer:
         except sqlite3.Error:
             pass  # the WAL stays; readers still see every committed sample
         self._db.close()
-
-
-def predict(pred: int, base: list[int] | None, base2: list[int] | None) -> list[int] | None:
-    """The vector a sample's counters are stored relative to (see the module docstring)."""
-    if pred == 0:
-        return None
-    if base is None:
-        raise codec.CodecError("a delta sample without its base")
-    if pred == 1:
-        return base
-    if pred == 2 and base2 is not None and len(base2) == len(base):
-        return [2 * b - c for b, c in zip(base, base2)]
-    raise codec.CodecError(f"unknown prediction {pred}")
-
-
-def moved(pred: int, base: list[int] | None, base2: list[int] | None) -> list[int] | None:
-    """Positions that changed between the two samples a pred-2 row is predicted from."""
-    if pred != 2 or base is None or base2 is None or len(base) != len(base2):
-        return None
-    return [i for i, (b, c) in enumerate(zip(base, base2)) if b != c]
 
 
 def _create(path: str, meta: dict[str, Any]) -> None:
@@ -270,6 +263,7 @@ class Reader:
             self.warnings.append(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
         self._skeletons: dict[int, tuple[Any, str]] = {}
         self._cache: dict[int, tuple[list[int], int | None]] = {}  # seq -> (ints, base seq)
+        self._orders: dict[int, codec.Order] = {}  # key seq -> storage order of its chain
         self._bad: set[int] = set()
 
     def __len__(self) -> int:
@@ -297,28 +291,40 @@ class Reader:
 
     def _vector(self, seq: int, depth: int = 0) -> tuple[int, list[int], bytes, int | None]:
         """(config id, ints, float blob, base seq) of sample `seq`, decoding its bases."""
-        row = self._db.execute("SELECT config_id, base_seq, pred, ints, floats, crc FROM sample WHERE seq = ?",
-                               (seq,)).fetchone()
+        row = self._db.execute(
+            "SELECT config_id, base_seq, pred, key_seq, ints, floats, crc FROM sample WHERE seq = ?",
+            (seq,)).fetchone()
         if row is None:
             raise codec.CodecError(f"sample {seq} is missing")
-        cid, base, pred, iblob, fblob, crc = row
+        cid, base, pred, key, iblob, fblob, crc = row
         if not (isinstance(iblob, bytes) and isinstance(fblob, bytes)) or \
-                _crc(seq, cid, base, pred, self._skeleton(cid)[1], iblob, fblob) != crc:
+                _crc(seq, cid, base, pred, key, self._skeleton(cid)[1], iblob, fblob) != crc:
             raise codec.CodecError(f"sample {seq} fails its checksum")
-        b = b2 = None
-        if pred:
-            if base is None or depth > 2 * KEY_EVERY:
-                raise codec.CodecError(f"sample {seq} has no usable base")
+        if pred == 0:
+            ints = codec.unpack_ints(iblob)
+        elif pred in (1, 2) and base is not None and depth <= 2 * KEY_EVERY:
             b, base2 = self._cached(base, depth)
-            if pred == 2:
+            if pred == 1:
+                ints = codec.unpack_ints(iblob, b)
+            else:
                 if base2 is None:
                     raise codec.CodecError(f"sample {seq} has no usable base")
-                b2, _ = self._cached(base2, depth)
-        ints = codec.unpack_ints(iblob, predict(pred, b, b2), moved(pred, b, b2))
+                ints = codec.unpack_ints(iblob, b, self._cached(base2, depth)[0], self._chain_order(key, depth))
+        else:
+            raise codec.CodecError(f"sample {seq} has no usable base")
         self._cache[seq] = (ints, base)
         while len(self._cache) > 4:
             del self._cache[next(iter(self._cache))]
         return cid, ints, fblob, base
+
+    def _chain_order(self, key: int, depth: int) -> codec.Order:
+        order = self._orders.get(key)
+        if order is None:
+            order = codec.Order.between(self._cached(key, depth)[0], self._cached(key + 1, depth)[0])
+            self._orders[key] = order
+            while len(self._orders) > 4:
+                del self._orders[next(iter(self._orders))]
+        return order
 
     def _cached(self, seq: int, depth: int) -> tuple[list[int], int | None]:
         hit = self._cache.get(seq)
