@@ -114,12 +114,20 @@ def sysfs_bits_per_s(ifname: str, counter: str, seconds: float = 1.0) -> float:
     return 8 * (b - a) / seconds
 
 
-def test_live_screen_shows_veth_throughput_and_queues_and_obeys_keys(veth_lab, tmux):
+def with_exit_status(argv: list[str], path: Path) -> list[str]:
+    """argv run by a tiny Python parent that writes the child's exit status to `path`."""
+    code = "import subprocess, sys; rc = subprocess.call(sys.argv[2:]); open(sys.argv[1], 'w').write(str(rc))"
+    return [sys.executable, "-c", code, str(path), *argv]
+
+
+def test_live_screen_shows_veth_throughput_and_queues_and_obeys_keys(veth_lab, tmux, tmp_path):
     host_if = veth_lab.host_if
     veth_lab.iperf3_server()
     veth_lab.iperf3_client(60, extra=["-b", "200M"])  # root namespace -> peer: host_if transmits
     # eth0 (virtio, real IRQs) and the lab veth: other tests' interfaces may come and go
-    tmux.start([*nettop_argv(), "-i", "1", "--iface", "eth0", "--iface", host_if], 120, 40)
+    status = tmp_path / "status"
+    argv = [*nettop_argv(), "-i", "1", "--iface", "eth0", "--iface", host_if]
+    tmux.start(with_exit_status(argv, status), 120, 40)
 
     def busy(screen: str) -> bool:
         row = iface_row(screen, host_if)
@@ -160,6 +168,7 @@ def test_live_screen_shows_veth_throughput_and_queues_and_obeys_keys(veth_lab, t
     tmux.wait(lambda s: "this help: every key" not in s)
     tmux.keys("t")
     tmux.keys("q")
-    # remain-on-exit prints the exit status where nettop's screen was
-    tmux.wait(lambda s: "Pane is dead (status 0" in s, timeout=10)
-    assert not tmux.alive()
+    deadline = time.monotonic() + 10
+    while not status.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status.exists() and status.read_text() == "0", tmux.screen()
