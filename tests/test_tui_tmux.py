@@ -54,7 +54,7 @@ class Tmux:
         self.run("set-option", "-g", "remain-on-exit", "on")
         self.run("set-option", "-g", "default-size", f"{width}x{height}")
         self.run("new-session", "-d", "-s", "nettop", "-x", str(width), "-y", str(height),
-                 "-e", "TERM=xterm-256color", "-c", os.getcwd(), *argv)
+                 "-e", "TERM=xterm-256color", "-c", str(Path(__file__).resolve().parent.parent), *argv)
         size = self.run("display-message", "-p", "-t", "nettop", "#{window_width}x#{window_height}").stdout
         assert size.strip() == f"{width}x{height}", size
 
@@ -172,3 +172,17 @@ def test_live_screen_shows_veth_throughput_and_queues_and_obeys_keys(veth_lab, t
     while not status.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert status.exists() and status.read_text() == "0", tmux.screen()
+
+
+def test_as_an_unprivileged_user_the_screen_is_read_only_with_a_notice(tmux, tmp_path):
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is needed to drop to an unprivileged user")
+    argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "env", "HOME=/tmp",
+            sys.executable, "-m", "nettop.cli", "-i", "1"]
+    tmux.start(argv, 120, 40)
+    screen = tmux.wait(lambda s: "nettop read-only" in s and "eth0 rx-0" in s)
+    assert re.search(r"^ not root: .*need root", screen, re.M), screen
+    assert re.search(r"eth0 rx-0\s+\d+\s", screen)  # /proc/interrupts is world-readable
+    tmux.keys("q")
+    tmux.wait(lambda s: "Pane is dead" in s or "nettop read-only" not in s, timeout=10)
