@@ -151,3 +151,18 @@ def test_second_order_prediction_in_moved_first_order_round_trips():
     assert codec.unpack_ints(codec.pack_ints(c, b), b) == c
     with pytest.raises(codec.CodecError):
         codec.unpack_ints(blob, b[:-1], a, order)
+
+
+def test_live_recording_from_the_screen_writes_samples_and_events(tmp_path, two_reads):
+    from nettop.record.recorder import LiveRecording
+    from nettop.timeline import Event
+
+    path = str(tmp_path / "screen.nettop")
+    rec = LiveRecording(path, {"host": "h"})
+    a, b = two_reads
+    rec.add(a)
+    rec.add(b, [Event(b.t_wall, "mark", "marked by the operator")])
+    assert rec.stop() == 2
+    r = Reader(path)
+    assert list(r.snapshots()) == [a, b]
+    assert [e.kind for e in r.events()] == ["mark"]

@@ -74,7 +74,7 @@ def test_sigterm_and_sigint_stop_cleanly_with_one_line(tmp_path):
 def small_fs(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
     try:
         yield mnt
     finally:

@@ -55,11 +55,11 @@ def flat_row(snap: Snapshot, rates: Rates) -> dict[str, Any]:
         if ir.per_s is not None:
             row[f"irq.{irq}.per_s"] = ir.per_s
     for ifname, qds in sorted(rates.qdiscs.items()):
-        for q in qds:
+        for qd in qds:
             for f in QDISC_FIELDS:
-                v = getattr(q, f)
+                v = getattr(qd, f)
                 if v is not None:
-                    row[f"qdisc.{ifname}.{q.handle}.{f}"] = v
+                    row[f"qdisc.{ifname}.{qd.handle}.{f}"] = v
     for target, ls in sorted(snap.latency.items()):
         for f in LATENCY_FIELDS:
             v = getattr(ls, f)

@@ -240,3 +240,36 @@ def _cpu_nodes(root: Any) -> dict[str, int]:
                 for cpu in range(int(lo), int(hi or lo) + 1):
                     out[str(cpu)] = int(name[4:])
     return out
+
+
+class LiveRecording:
+    """Recording what a live screen shows (the TUI's record key): call `add` per sample.
+
+    Made to be called from the live source's sampler thread with each snapshot and the
+    Timeline events that came with it; a write failure stops it and leaves `error` set
+    (one line) instead of raising into the sampler."""
+
+    def __init__(self, path: str, meta: dict[str, Any] | None = None, journal: str | None = None) -> None:
+        self.writer = Writer(path, meta)
+        self.journal = JournalTail(journal)
+        self.error: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> bool:
+        return self.error is None and self.writer is not None
+
+    def add(self, snap: Snapshot, events: Iterable[Event] = ()) -> None:
+        with self._lock:
+            if not self.active:
+                return
+            try:
+                self.writer.add_sample(snap, [*events, *self.journal.poll()])
+            except RecordingError as exc:
+                self.error = str(exc)
+
+    def stop(self) -> int:
+        """Close the file; the number of samples written."""
+        with self._lock:
+            self.writer.close()
+            return self.writer.samples

@@ -82,6 +82,7 @@ class Writer:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA wal_autocheckpoint=64")  # keep the WAL near 1 MB
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(path, exc)) from None
         self._configs: dict[str, int] = {}
@@ -116,8 +117,8 @@ class Writer:
                 cid = self._configs.get(sha)
                 if cid is None:
                     cur = self._db.execute("INSERT OR IGNORE INTO config(sha1, skeleton) VALUES (?, ?)", (sha, skeleton))
-                    cid = cur.lastrowid if cur.rowcount else self._db.execute(
-                        "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0]
+                    cid = int(cur.lastrowid if cur.rowcount and cur.lastrowid else self._db.execute(
+                        "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0])
                 key = (cid != self._prev_config or self._prev_ints is None
                        or self._since_key >= KEY_EVERY - 1 or len(ints) != len(self._prev_ints))
                 pred = 0 if key else (2 if self._prev2_ints is not None else 1)
