@@ -144,7 +144,7 @@ class LatencyChart(LineChart, can_focus=True):
         for x in markers:
             plt.vline(x)
         plt.xlim(-window_s, 0)
-        plt.ylim(0, max(1.0, peak * 1.1))
+        plt.ylim(0, peak * 1.2 if peak > 0 else 1.0)  # sub-millisecond RTTs keep their shape
         plt.ylabel("ms")
         self.rebuild()
 
