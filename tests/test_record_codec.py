@@ -166,3 +166,16 @@ def test_live_recording_from_the_screen_writes_samples_and_events(tmp_path, two_
     r = Reader(path)
     assert list(r.snapshots()) == [a, b]
     assert [e.kind for e in r.events()] == ["mark"]
+
+
+def test_irq_total_is_stored_as_its_difference_from_the_counts(two_reads):
+    from nettop.snapshot import InterruptTable, Irq
+
+    _, b = two_reads
+    irqs = {40: Irq(40, "PCI-MSIX", "1-edge", "eth0-rx-0", (5, 7), 12),
+            41: Irq(41, "PCI-MSIX", "2-edge", "eth0-rx-1", (5, 7), 99),  # a parser's odd total
+            42: Irq(42, "IO-APIC", "", "timer", None, None), 43: Irq(43, "x", "", "y", (1,), None)}
+    snap = dataclasses.replace(b, interrupts=InterruptTable((0, 1), irqs, {"LOC": (3, 4)}))
+    assert _roundtrip(snap) == snap
+    _, ints, _ = codec.split(snap)
+    assert 12 not in ints and 0 in ints and 87 in ints

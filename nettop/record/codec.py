@@ -50,6 +50,7 @@ def _registry(module: types.ModuleType, prefix: str) -> dict[str, type]:
 CLASSES: dict[str, type] = {
     **_registry(S, ""), **_registry(E, "ebpf."), "LatencyStats": LatencyStats, "Problem": Problem,
 }
+_IRQ_HEAD = ("irq", "chip", "hwirq", "name", "counts")  # Irq's fields before `total`
 _NAMES: dict[type, str] = {c: n for n, c in CLASSES.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
     c: tuple(f.name for f in dataclasses.fields(c)) for c in CLASSES.values() if dataclasses.is_dataclass(c)
@@ -82,6 +83,12 @@ def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
     if isinstance(obj, tuple):
         return [_enc(v, ints, floats) for v in obj]
     cls = type(obj)
+    if cls is S.Irq and obj.counts is not None and isinstance(obj.total, int):
+        # total is the sum of the per-CPU counts: store only what it differs by (0), so a
+        # busy IRQ's noise is paid once, not twice
+        head = [_enc(getattr(obj, n), ints, floats) for n in _IRQ_HEAD]
+        ints.append(obj.total - sum(obj.counts))
+        return {"c": "Irq", "f": head + [0], "t": 1}
     names = _FIELDS.get(cls)
     if names is not None:
         return {"c": _NAMES[cls], "f": [_enc(getattr(obj, n), ints, floats) for n in names]}
@@ -118,7 +125,10 @@ def _dec(node: Any, it: Any, ft: Any) -> Any:
         return CLASSES[node["e"]](node["v"])
     if "c" in node:
         cls = CLASSES[node["c"]]
-        return cls(*[_dec(v, it, ft) for v in node["f"]])
+        values = [_dec(v, it, ft) for v in node["f"]]
+        if node.get("t") and cls is S.Irq:
+            values[-1] += sum(values[-2])
+        return cls(*values)
     return dict(zip(node["k"], [_dec(v, it, ft) for v in node["v"]]))
 
 
