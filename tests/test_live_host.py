@@ -257,7 +257,10 @@ def test_snapshot_json_ebpf_section_has_napi_hardirq_softirq_drops():
     e = json.loads(p.stdout)["ebpf"]
     assert {"napi", "hardirq", "softirq", "drops", "cost"} <= e.keys()
     assert e["cost"]["cpu_us_per_s"] is not None
-    assert any(row["count_per_s"] > 0 for row in e["hardirq"])  # the host's own IRQs fire
+    assert e["errors"] == [] and sorted(e["probes"]) == ["drops", "hardirq", "napi", "softirq"]
+    # a quiet host may fire no device IRQ in one second; whatever fired is named and timed
+    for row in e["hardirq"]:
+        assert row["name"] and row["count_per_s"] >= 0 and row["us_per_s"] >= 0
 
 
 def _as_nobody():
