@@ -5,16 +5,22 @@ new point in a mailbox and wakes the app with one message; the handler takes the
 point and updates every panel inside one batch. Tables change only the cells whose
 text changed; charts are redrawn only when a point arrives. Layout is CSS: a scrollable
 stack of panels on small terminals, a grid on large ones, one panel when zoomed.
+
+A replay source adds its keys (step, events, speed, go to a time); moves that rebuild
+the chart history run on a worker thread so the screen never freezes. A live source
+adds the record key: the source's own thread writes each sample, the app only starts,
+stops and shows "● REC".
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from pathlib import Path
-from typing import ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Iterable
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -27,7 +33,10 @@ from nettop.timeline import Event, Point
 from nettop.tui import format as fmt
 from nettop.tui import model
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
-from nettop.tui.screens import HelpScreen, InterfacePicker
+from nettop.tui import playback
+from nettop.tui.playback import RECORD_ACTIONS, RECORD_BINDINGS, REPLAY_ACTIONS, REPLAY_BINDINGS
+from nettop.tui.recording import RecordStatus, display_path, recording_meta
+from nettop.tui.screens import HelpScreen, InterfacePicker, Prompt
 from nettop.tui.source import Source
 from nettop.tui.tables import (
     BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
@@ -44,6 +53,16 @@ NO_LATENCY = "no latency probe: run with --ping HOST"
 
 class NewPoint(Message):
     """The source has a point waiting in its mailbox."""
+
+
+class Moved(Message):
+    """A replay move (step, seek, event jump) finished on its worker thread."""
+
+    def __init__(self, what: str, result: Any, error: str | None = None) -> None:
+        super().__init__()
+        self.what = what
+        self.result = result
+        self.error = error
 
 
 class TextLine(Widget):
@@ -122,6 +141,8 @@ class NettopApp(App[None]):
         Binding("3", "panel('throughput')", "throughput", show=False, tooltip="go to the throughput panel"),
         Binding("4", "panel('latency')", "latency", show=False, tooltip="go to the latency panel"),
         Binding("5", "panel('qdisc')", "qdisc/BQL", show=False, tooltip="go to the qdisc / BQL panel"),
+        *REPLAY_BINDINGS,
+        *RECORD_BINDINGS,
     ]
 
     def __init__(self, source: Source, window_s: float = 180.0, driver_class=None) -> None:  # type: ignore[no-untyped-def]
@@ -140,6 +161,11 @@ class NettopApp(App[None]):
         self._chart_t: float | None = None
         self._latency_events = -1
         self._latency_t: float | None = None
+        self._drawn_timeline: object = None  # a replay seek replaces the source's Timeline
+        self.replaying = source.mode == "replay"
+        self.seeking = 0  # replay moves under way on the worker
+        self.record_error: str | None = None  # one line, shown in the notice
+        self.recorded: list[RecordStatus] = []  # files written by the record key, for the exit line
         for theme in load_themes().values():
             self.register_theme(theme)
         self.theme = NO_COLOR_THEME if self.no_color else DEFAULT_THEME
@@ -174,6 +200,7 @@ class NettopApp(App[None]):
             diff.invalidate()
 
     def on_unmount(self) -> None:
+        self._stop_recording()
         self.source.stop()
 
     def _wake(self) -> None:
@@ -188,6 +215,12 @@ class NettopApp(App[None]):
             return
         self.latest = point
         self.frames += 1
+        if self.source.timeline is not self._drawn_timeline:
+            self._drawn_timeline = self.source.timeline
+            self._chart_key, self._latency_events = None, -1  # new history: replot
+        tap = getattr(self.source, "tap", None)
+        if tap is not None and tap.error is not None and not tap.active:
+            self._recording_failed(tap.error)
         own = self.source.own_cpu_percent()  # once per sample, so the % covers one interval
         if own is not None:
             self._own_cpu = own
@@ -214,9 +247,16 @@ class NettopApp(App[None]):
 
     def _draw_header(self, point: Point | None = None) -> None:
         point = point or self.latest
+        if self.replaying:
+            self._draw_replay_header(point)
+            return
         src = self.source
         state = "PAUSED" if src.paused else src.mode
         parts = [f"nettop {state}", f"every {fmt.interval(src.interval)}"]
+        tap = getattr(src, "tap", None)
+        status = tap.status() if tap is not None else None
+        if status is not None:
+            parts.insert(1, f"● REC {display_path(status.path)} {playback.size_text(status.size)}")
         if self._own_cpu is not None:
             parts.append(f"nettop CPU {self._own_cpu:.1f}%")
         if point is not None:
@@ -227,8 +267,34 @@ class NettopApp(App[None]):
                 parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
-    def _draw_notice(self, point: Point) -> None:
-        text = model.root_notice(point.snapshot, self.source.is_root)
+    def _draw_replay_header(self, point: Point | None) -> None:
+        src: Any = self.source
+        state = "nettop replay"
+        if self.seeking:
+            state += " seeking…"
+        elif src.paused:
+            state += " PAUSED"
+        elif getattr(src, "at_end", False):
+            state += " (end)"
+        speed = getattr(src, "speed", None)
+        parts = [state, f"speed {playback.speed_text(speed)}" if speed else f"every {fmt.interval(src.interval)}"]
+        if point is not None:
+            snap = point.snapshot
+            parts += [snap.host, snap.kernel, playback.stamp(snap.t_wall)]
+        reader = getattr(src, "reader", None)
+        if reader is not None:
+            parts.append(f"sample {src.position + 1}/{len(reader)}")
+        self.query_one("#header", TextLine).set(" │ ".join(parts))
+
+    def _draw_notice(self, point: Point | None = None) -> None:
+        point = point or self.latest
+        if self.replaying:
+            src: Any = self.source
+            text: str | None = playback.replay_notice(getattr(src, "path", "?"), list(getattr(src, "warnings", [])))
+        else:
+            text = model.root_notice(point.snapshot, self.source.is_root) if point is not None else None
+        if self.record_error is not None:
+            text = self.record_error + (f" │ {text}" if text else "")
         notice = self.query_one("#notice", TextLine)
         if text is None:
             if notice.display:
@@ -342,10 +408,22 @@ class NettopApp(App[None]):
 
     # --- actions -----------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Replay keys only in a replay; the record key only on a source that can record."""
+        if action in REPLAY_ACTIONS:
+            return self.replaying
+        if action in RECORD_ACTIONS:
+            return not self.replaying and getattr(self.source, "tap", None) is not None
+        return True
+
+    def active_bindings_list(self) -> list[Binding]:
+        """The app's bindings this source offers, in declaration order (help, palette)."""
+        return [b for b in self.BINDINGS if self.check_action(b.action.split("(", 1)[0], ()) is not False]
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(self.BINDINGS))
+        self.push_screen(HelpScreen(self.active_bindings_list()))
 
     def action_pause(self) -> None:
         self.source.paused = not self.source.paused
@@ -428,9 +506,131 @@ class NettopApp(App[None]):
         self.source.timeline.add_event(Event(t, "mark", "marked by the operator"))
         self.redraw()
 
+    # --- replay ------------------------------------------------------------------------
+
+    def action_step(self, n: int) -> None:
+        self.source.paused = True  # stepping is frame by frame: playback stops, as in players
+        self._replay_move(lambda s: s.step(n), "step" if n > 0 else "back")
+
+    def action_next_event(self, direction: int) -> None:
+        self._replay_move(lambda s: s.next_event(direction), "event" if direction > 0 else "prev event")
+
+    def action_speed(self, direction: int) -> None:
+        src: Any = self.source
+        new = playback.next_speed(src.speed, direction)
+        src.interval = src.interval * src.speed / new  # the setter wakes the playback thread
+        src.speed = new
+        self._draw_header()
+        self.notify(f"speed {playback.speed_text(new)}", timeout=2)
+
+    def action_goto(self) -> None:
+        if self.latest is None:
+            return
+        now = self.latest.snapshot.t_wall
+        day = playback.stamp(now)[:10]
+
+        def check(answer: str) -> str | None:
+            try:
+                playback.parse_goto(answer, now)
+            except ValueError as exc:
+                return str(exc)
+            return None
+
+        def go(answer: str | None) -> None:
+            if answer:
+                t = playback.parse_goto(answer, now)
+                self._replay_move(lambda s: s.seek(t), "seek")
+
+        self.push_screen(Prompt(f"Go to: HH:MM:SS (UTC, on {day}), or +/-seconds (+90, -5m); escape cancels",
+                                placeholder=playback.stamp(now)[11:19], check=check, id="goto"), go)
+
+    def _replay_move(self, move: Callable[[Any], Any], what: str) -> None:
+        self.seeking += 1
+        self._draw_header()
+        self._move_worker(move, what)
+
+    @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
+    def _move_worker(self, move: Callable[[Any], Any], what: str) -> None:
+        """Runs a move on a thread (a seek replays ~180 samples); the new point arrives as
+        usual through the source's mailbox, then `Moved` says it is done."""
+        try:
+            result = move(self.source)
+        except Exception as exc:  # noqa: BLE001 - one line on screen, the app goes on
+            self.post_message(Moved(what, None, f"{what}: {exc}"))
+            return
+        self.post_message(Moved(what, result))
+
+    @on(Moved)
+    def _on_moved(self, msg: Moved) -> None:
+        self.seeking = max(0, self.seeking - 1)
+        self._draw_header()
+        if msg.error is not None:
+            self.notify(msg.error, severity="error", timeout=5)
+        elif msg.result is None:
+            nothing = {"step": "end of the recording", "back": "start of the recording",
+                       "event": "no later event", "prev event": "no earlier event"}
+            if msg.what in nothing:
+                self.notify(nothing[msg.what], timeout=2)
+        elif isinstance(msg.result, Event):
+            self.notify(f"{msg.result.kind}: {msg.result.text}", timeout=4)
+
+    # --- record ------------------------------------------------------------------------
+
+    def action_record(self) -> None:
+        tap = getattr(self.source, "tap", None)
+        if tap is None:
+            return
+        if tap.active:
+            status = self._stop_recording()
+            if status is not None:
+                self.notify(f"recorded {status.samples} samples to {status.path} "
+                            f"({playback.size_text(status.size)})", timeout=5)
+            self._draw_header()
+            return
+        host = self.latest.snapshot.host if self.latest is not None else "host"
+        default = playback.default_record_path(host, time.time())
+        self.push_screen(Prompt("Record what the screen shows to (enter starts, R again stops, escape cancels):",
+                                default, id="record-path"), self._start_recording)
+
+    def _start_recording(self, path: str | None) -> None:
+        from nettop.record.store import RecordingError
+
+        if not path:
+            return
+        src: Any = self.source
+        root = getattr(getattr(src, "root", None), "path", "/")
+        meta = recording_meta(self.latest.snapshot if self.latest else None, src.interval, src.cpu_nodes, root)
+        try:
+            src.tap.start(path, meta, src.timeline)
+        except (RecordingError, OSError) as exc:
+            self._recording_failed(str(exc), starting=True)
+            return
+        self.record_error = None
+        self._draw_notice()
+        self._draw_header()
+
+    def _stop_recording(self) -> RecordStatus | None:
+        tap = getattr(self.source, "tap", None)
+        status = tap.stop() if tap is not None else None
+        if status is not None:
+            self.recorded.append(status)
+        return status
+
+    def _recording_failed(self, error: str, starting: bool = False) -> None:
+        line = f"{'not recording' if starting else 'recording stopped'}: {error}"
+        if line == self.record_error:
+            return
+        self.record_error = line
+        tap = getattr(self.source, "tap", None)
+        if tap is not None:
+            tap.error = None  # shown once; the notice keeps it until the next start
+        self.notify(line, severity="error", timeout=5)
+        self._draw_notice()
+        self._draw_header()
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for b in self.BINDINGS:
+        for b in self.active_bindings_list():
             if b.action in ("quit",):
                 continue
             key = b.key_display or b.key.split(",")[0]
@@ -445,8 +645,11 @@ def run(source: Source) -> int:
     from nettop.tui.diffterm import diffing_driver
 
     no_color = "NO_COLOR" in os.environ  # read before Textual takes it out of the environment
-    NettopApp(source, driver_class=diffing_driver(no_color)).run()
+    app = NettopApp(source, driver_class=diffing_driver(no_color))
+    app.run()
+    for status in app.recorded:
+        print(f"nettop: recorded {status.samples} samples to {status.path}")
     return 0
 
 
-__all__ = ["NettopApp", "NewPoint", "Panel", "next_interval", "run"]
+__all__ = ["Moved", "NettopApp", "NewPoint", "Panel", "next_interval", "run"]

@@ -1,15 +1,16 @@
-"""The help screen (every key, generated from the bindings) and the interface picker."""
+"""The help screen (every key, generated from the bindings), the interface picker, and
+the one-line prompt the go-to-time and record keys ask with."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import SelectionList, Static
+from textual.widgets import Input, SelectionList, Static
 
 # Keys Textual provides that the help must list too.
 BUILTIN_KEYS = (
@@ -88,6 +89,45 @@ class InterfacePicker(ModalScreen["frozenset[str] | None"]):
 
     def action_all(self) -> None:
         self.query_one(SelectionList).select_all()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class Prompt(ModalScreen["str | None"]):
+    """Ask for one line; enter answers, escape cancels. `check` returns a line saying what
+    is wrong with the answer (the prompt then stays open and shows it) or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, title: str, value: str = "", placeholder: str = "",
+                 check: Callable[[str], str | None] | None = None, id: str = "prompt") -> None:  # noqa: A002
+        super().__init__(id=id)
+        self._title = title
+        self._value = value
+        self._placeholder = placeholder
+        self._check = check
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box"):
+            yield Static(self._title, id="prompt-title")
+            yield Input(self._value, placeholder=self._placeholder, id="prompt-input")
+            yield Static("", id="prompt-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt-error").display = False
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        answer = event.value.strip()
+        problem = self._check(answer) if self._check and answer else None
+        if problem is not None:
+            error = self.query_one("#prompt-error", Static)
+            error.update(problem)
+            error.display = True
+            return
+        self.dismiss(answer or None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -18,6 +18,7 @@ from nettop.snapshot import (
     Snapshot, SoftirqCounts, SoftnetRow,
 )
 from nettop.timeline import Event, Point, Timeline
+from nettop.tui.recording import RecordingTap
 from nettop.tui.source import Mailbox, Wake
 
 T_WALL0 = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
@@ -41,6 +42,7 @@ class ScriptedSource:
         self.stopped = False
         self._mailbox = Mailbox()
         self._wake: Wake | None = None
+        self.tap = RecordingTap()  # the record key works as on the live source
 
     @property
     def superseded(self) -> int:
@@ -59,6 +61,7 @@ class ScriptedSource:
         point = self.timeline.append(snap)
         if self._mailbox.put(point) and self._wake is not None:
             self._wake()
+        self.tap.feed(snap, self.timeline)
         return point
 
     def add_event(self, event: Event) -> None:
@@ -69,6 +72,7 @@ class ScriptedSource:
 
     def stop(self) -> None:
         self.stopped = True
+        self.tap.stop()
 
     def own_cpu_percent(self) -> float | None:
         return self.own_cpu

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 from nettop.sampler import Reader
 from nettop.sysroot import LIVE, SysRoot
 from nettop.timeline import Event, Point, Timeline
+from nettop.tui.recording import RecordingTap
 
 Wake = Callable[[], None]
 
@@ -145,6 +146,7 @@ class LiveSource:
         self._wake: Wake | None = None
         self._process = None
         self._last_error: str | None = None
+        self.tap = RecordingTap()  # the record key; written on the sampler thread
 
     @property
     def interval(self) -> float:
@@ -186,6 +188,7 @@ class LiveSource:
         point = self.timeline.append(snap)
         if self._mailbox.put(point) and self._wake is not None:
             self._wake()
+        self.tap.feed(snap, self.timeline)
 
     def _on_error(self, exc: BaseException) -> None:
         text = f"sampler: {exc}"
@@ -200,6 +203,7 @@ class LiveSource:
         if self._sampler is not None:
             self._sampler.stop()
             self._sampler = None
+        self.tap.stop()
         if self._reader is not None:
             if self._reader is not self._given_reader:
                 off_loop(self._reader.close)
