@@ -624,6 +624,8 @@ class NettopApp(App[None]):
         tap = getattr(self.source, "tap", None)
         if tap is not None:
             tap.error = None  # shown once; the notice keeps it until the next start
+            if not starting and tap.finished is not None:
+                self.recorded.append(tap.finished)
         self.notify(line, severity="error", timeout=5)
         self._draw_notice()
         self._draw_header()

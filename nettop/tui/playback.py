@@ -97,7 +97,8 @@ def default_record_path(host: str, t_wall: float, directory: str = ".") -> str:
     """nettop-<host>-<YYYYmmdd-HHMMSS>.db in `directory` (UTC, like the header)."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", host) or "host"
     when = _dt.datetime.fromtimestamp(t_wall, UTC).strftime("%Y%m%d-%H%M%S")
-    return os.path.join(directory, f"nettop-{safe}-{when}.db")
+    name = f"nettop-{safe}-{when}.db"
+    return name if directory in ("", ".") else os.path.join(directory, name)
 
 
 def size_text(n: int) -> str:

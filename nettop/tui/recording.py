@@ -55,6 +55,7 @@ class RecordingTap:
         self._since = 0.0  # events at or after this wall time may still be new
         self._written: set[Event] = set()
         self.error: str | None = None  # why the last recording stopped by itself
+        self.finished: RecordStatus | None = None  # the last file closed, by stop or by an error
 
     @property
     def active(self) -> bool:
@@ -102,7 +103,8 @@ class RecordingTap:
         except Exception as exc:  # noqa: BLE001 - a close that fails is one more line, not a crash
             self.error = self.error or f"closing {self._path}: {exc}"
             samples = rec.writer.samples
-        return RecordStatus(self._path, samples, rec.writer.size())
+        self.finished = RecordStatus(self._path, samples, rec.writer.size())
+        return self.finished
 
     def status(self) -> RecordStatus | None:
         rec = self._rec
