@@ -64,6 +64,7 @@ class HostReader:
         self._interrupts = interrupts.InterruptReader()
         self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
         self._irqbalance = host_config.IrqbalanceCache()
+        self._managed = irq_affinity.ManagedCache(root)
         self._nl = None
         self._rtnl = None
         self._ethtool = None
@@ -144,7 +145,9 @@ class HostReader:
         qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
         devices = {n: self._device_config(link_map[n], problems) for n in nics}
         qd = take(qdiscs.read_qdiscs(root, self._rtnl, {i: n for i, n in index_names.items() if n in link_map}))
-        aff = take(irq_affinity.read_irq_affinity(root, sorted(mapped | self.follow_irqs)))
+        aff = take(irq_affinity.read_irq_affinity(
+            root, sorted(mapped | self.follow_irqs),
+            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None)))
         hc = take(host_config.read_host_config(root, self._irqbalance))
 
         return Snapshot(

@@ -205,6 +205,8 @@ class IrqAffinity:
     effective: tuple[int, ...] | None  # effective_affinity_list (what the kernel uses)
     hint: tuple[int, ...] | None  # affinity_hint (what the driver suggests); None if empty
     node: int | None = None  # /proc/irq/N/node
+    # True: the kernel refuses user affinity (managed or per-CPU IRQ); None: not known
+    managed: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

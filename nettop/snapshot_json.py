@@ -175,6 +175,7 @@ def _queues(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
             "affinity": _cpu_union(a.affinity for a in aff if a),
             "effective_affinity": _cpu_union(a.effective for a in aff if a),
             "affinity_hint": _cpu_union(a.hint for a in aff if a),
+            "irqs_managed": _managed(aff),
         }
         row["affinity_list"] = format_cpu_list(row["affinity"]) if row["affinity"] is not None else None
         row["effective_affinity_list"] = (
@@ -194,6 +195,14 @@ def _queues(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
                                "inflight": b.inflight} if b else None)
         out.append(row)
     return out
+
+
+def _managed(aff: list[Any]) -> bool | None:
+    """True when any of the queue's IRQs refuses new affinity, None when not known."""
+    flags = [a.managed for a in aff if a is not None]
+    if any(f is True for f in flags):
+        return True
+    return False if flags and all(f is False for f in flags) else None
 
 
 def _cpu_union(lists: Any) -> list[int] | None:

@@ -182,6 +182,39 @@ def test_irq_moved_by_the_test_shows_its_new_effective_affinity():
             f.write(original)
 
 
+_BLK_IRQ = _irq_named(r"virtio\d+-req\.\d+")  # virtio-blk: its queue IRQs are kernel-managed
+
+
+def _affinity_files(irq: int) -> tuple[str, str]:
+    with open(f"/proc/irq/{irq}/smp_affinity_list") as a, open(f"/proc/irq/{irq}/effective_affinity_list") as e:
+        return a.read(), e.read()
+
+
+@pytest.mark.skipif(_eth0_virtio() is None, reason="eth0 is not a virtio_net device here")
+def test_eth0_queue_irqs_are_found_movable_and_probing_changes_nothing():
+    dev = _eth0_virtio()
+    qirqs = [i for n, i in _virtio_irqs().items() if n.startswith(f"{dev}-input.") or n.startswith(f"{dev}-output.")]
+    assert qirqs
+    before = {i: _affinity_files(i) for i in qirqs}
+    with HostReader(ifnames=["eth0"]) as reader:
+        snap = reader.read()
+    assert {i: snap.irq_affinity[i].managed for i in qirqs} == {i: False for i in qirqs}
+    assert {i: _affinity_files(i) for i in qirqs} == before
+
+
+@pytest.mark.skipif(_BLK_IRQ is None, reason="no virtio-blk queue IRQ (a kernel-managed one) on this host")
+def test_kernel_managed_irq_is_marked_and_the_kernel_really_refuses_it():
+    irq = _BLK_IRQ
+    before = _affinity_files(irq)
+    with HostReader(ifnames=["lo"], follow_irqs=[irq]) as reader:
+        assert reader.read().irq_affinity[irq].managed is True
+    assert _affinity_files(irq) == before
+    with pytest.raises(PermissionError):  # what a real move gets: EPERM (EIO before 6.12)
+        with open(f"/proc/irq/{irq}/smp_affinity_list", "w") as f:
+            f.write(before[0].strip())
+    assert _affinity_files(irq) == before
+
+
 def _nettop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "nettop.cli", *args], capture_output=True,
                           text=True, timeout=timeout)
@@ -278,6 +311,7 @@ def test_without_root_snapshot_still_reports_and_says_what_needs_root_in_one_lin
     doc = json.loads(p.stdout)
     assert doc["cpus"] and "lo" in doc["interfaces"]
     assert doc["ebpf"]["available"] is False and "root" in doc["ebpf"]["reason"]
+    assert all(q["irqs_managed"] is None for q in doc["interfaces"]["eth0"]["queues"])  # cannot ask
     for line in doc["problems"]:
         assert "\n" not in line
     assert any("root" in line for line in p.stderr.splitlines())

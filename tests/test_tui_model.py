@@ -72,6 +72,27 @@ def test_queue_rows_agree_with_the_snapshot_json_document():
             assert r.rps == q.get("rps_cpus") and r.xps == q.get("xps_cpus")
 
 
+def test_a_kernel_managed_irq_marks_its_queue_with_a_star():
+    import dataclasses
+
+    from nettop.tui.tables import QueueTable
+
+    def managed_40(snap):
+        aff = dict(snap.irq_affinity)
+        aff[40] = dataclasses.replace(aff[40], managed=True)
+        return dataclasses.replace(snap, irq_affinity=aff)
+
+    a, b = managed_40(synthetic(3)), managed_40(synthetic(4))
+    t = Timeline()
+    t.append(a)
+    rows = {r.key: r for r in model.queue_rows(t.append(b), ["eth0"])}
+    doc = build_document(a, b, compute_rates(a, b))
+    by_irq = {tuple(q["irqs"]): q["irqs_managed"] for q in doc["interfaces"]["eth0"]["queues"]}
+    for r in rows.values():
+        assert r.managed is (40 in r.irqs) and (by_irq[r.irqs] is True) is r.managed
+        assert QueueTable.cells(r, "")[1][0].endswith("*") is r.managed
+
+
 def test_loopback_is_hidden_unless_picked():
     snap = synthetic(0)
     assert model.shown_interfaces(snap, None) == ["eth0", "veth0"]

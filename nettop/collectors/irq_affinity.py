@@ -13,11 +13,16 @@ files each, so a 4096-IRQ host costs no more than its 64 queue IRQs. An IRQ whos
 directory has gone (device removed, driver reloaded between the queue map and this read)
 is skipped without a problem: the next queue map will not name it. The same few texts
 ("0-255", the node's mask) repeat across IRQs and ticks, so parsed sets are memoized.
+
+Whether an IRQ can be moved at all is not in any file: kernel-managed IRQs (spread by the
+kernel over the CPUs, as nvme and virtio-blk do) and per-CPU ones refuse every new mask.
+`probe_managed` asks the kernel without changing anything; see there.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 from functools import lru_cache
 from typing import Callable, Iterable, TypeVar
 
@@ -58,10 +63,54 @@ def parse_node(text: str) -> int | None:
     return None if node < 0 else node
 
 
+def probe_managed(root: SysRoot, irq: int) -> bool | None:
+    """True when user space may not set this IRQ's affinity (kernel-managed or per-CPU).
+
+    The kernel's write handler for smp_affinity_list checks irq_can_set_affinity_usr()
+    before it parses the new mask: a movable IRQ answers an unparsable list ("z") with
+    EINVAL and nothing changes, an unmovable one with EPERM (EIO before 6.12). An empty
+    mask would not do: the kernel takes it as "pick a default" and moves the IRQ. Only
+    the live kernel is asked (a captured tree is never written); without root, or for any
+    other answer, the truth is unknown: None.
+    """
+    if not root.live:
+        return None
+    try:
+        fd = os.open(root.join(f"proc/irq/{irq}/smp_affinity_list"), os.O_WRONLY)
+    except OSError:
+        return None
+    try:
+        os.write(fd, b"z\n")
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EIO):
+            return True
+        return False if exc.errno == errno.EINVAL else None
+    finally:
+        os.close(fd)
+    return None  # accepted an unparsable mask: a kernel that does not say
+
+
+class ManagedCache:
+    """`probe_managed` once per IRQ: an IRQ's managed flag is fixed for its life, so the
+    answer is kept until the number is reused by an IRQ of another name."""
+
+    def __init__(self, root: SysRoot) -> None:
+        self.root = root
+        self._known: dict[int, tuple[str | None, bool | None]] = {}
+
+    def get(self, irq: int, name: str | None) -> bool | None:
+        hit = self._known.get(irq)
+        if hit is None or hit[0] != name:
+            hit = (name, probe_managed(self.root, irq))
+            self._known[irq] = hit
+        return hit[1]
+
+
 def read_irq_affinity(
-    root: SysRoot, irqs: Iterable[int]
+    root: SysRoot, irqs: Iterable[int], managed: Callable[[int], bool | None] | None = None,
 ) -> tuple[dict[int, IrqAffinity], list[Problem]]:
-    """IrqAffinity of each IRQ in `irqs` that still exists, plus what could not be read."""
+    """IrqAffinity of each IRQ in `irqs` that still exists, plus what could not be read.
+    `managed(irq)` says whether the IRQ is unmovable (a `ManagedCache`), when given."""
     out: dict[int, IrqAffinity] = {}
     problems: list[Problem] = []
     for irq in irqs:
@@ -82,6 +131,7 @@ def read_irq_affinity(
                             problems),
             hint=_read(root, base + "affinity_hint", parse_affinity_hint, problems),
             node=_read(root, base + "node", parse_node, problems),
+            managed=managed(irq) if managed is not None else None,
         )
     return out, problems
 
