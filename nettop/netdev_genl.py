@@ -8,8 +8,9 @@ plain dicts keyed by the spec's names with dashes turned into underscores. Enum 
 (queue type) are given by their spec names, "rx" and "tx". Attributes this module does
 not know yet (newer kernels) are kept as `attr_<number>` when they hold an integer.
 
-One socket is opened in the constructor and reused for every request (the sampler asks
-every tick); `close()` releases it.
+One raw socket (nettop.netlink) is opened in the constructor and reused for every
+request, because the sampler asks every tick and three dumps through pyroute2 cost more
+than the rest of a tick; `close()` releases it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from pyroute2.netlink import NLM_F_DUMP, NLM_F_REQUEST, genlmsg, nla_base_string
-from pyroute2.netlink.exceptions import NetlinkError
-from pyroute2.netlink.generic import GenericNetlinkSocket
+from nettop import netlink as nl
+from nettop.netlink import GenlSocket, NetlinkError
 
 FAMILY = "netdev"
 
@@ -49,33 +49,19 @@ _QSTATS_NAMES = (
 _QSTATS_ATTRS = {1: "ifindex", 2: "queue_type", 3: "queue_id", 4: "scope",
                  **{8 + i: name for i, name in enumerate(_QSTATS_NAMES)}}
 _ENUMS = {"type": QUEUE_TYPES, "queue_type": QUEUE_TYPES}
-_MAX_ATTR = 64
 
 
 class NetdevUnsupported(Exception):
     """The kernel has no `netdev` family, or not the operation asked for (EOPNOTSUPP)."""
 
 
-class _raw(nla_base_string):
-    """An attribute kept as bytes; _to_dict turns integers and enums into values."""
-
-    __slots__ = ()
-
-
-class _netdev_msg(genlmsg):
-    """Every attribute id decodes to raw bytes; names are applied per operation."""
-
-    nla_map = tuple((f"A{i}", "_raw") for i in range(_MAX_ATTR))
-    _raw = _raw
-
-
-def _to_dict(msg: Any, names: dict[int, str]) -> dict[str, Any]:
+def to_dict(attrs: dict[int, memoryview], names: dict[int, str]) -> dict[str, Any]:
+    """Pure: one reply's attributes as a dict of the spec's names (see the module doc)."""
     out: dict[str, Any] = {}
-    for attr in msg["attrs"]:
-        code, raw = int(attr[0][1:]), attr[1]
+    for code, raw in attrs.items():
         name = names.get(code)
         if len(raw) in (1, 2, 4, 8):
-            value: Any = int.from_bytes(raw, "little")
+            value: Any = nl.as_int(raw)
         elif name is None:
             continue  # an unknown nested or binary attribute
         else:
@@ -90,25 +76,16 @@ def _to_dict(msg: Any, names: dict[int, str]) -> dict[str, Any]:
     return out
 
 
-def _u32(value: int) -> bytes:
-    return int(value).to_bytes(4, "little")
-
-
 class NetdevNetlink:
     """One open `netdev` genetlink socket; not thread-safe (one sampler thread owns it)."""
 
     def __init__(self) -> None:
-        self._sock: GenericNetlinkSocket | None = GenericNetlinkSocket()
         try:
-            self._sock.bind(FAMILY, _netdev_msg)
+            self._sock: GenlSocket | None = GenlSocket(FAMILY)
         except NetlinkError as exc:
-            self.close()
-            if exc.code in (errno.ENOENT, errno.EOPNOTSUPP):
+            if exc.errno in (errno.ENOENT, errno.EOPNOTSUPP):
                 raise NetdevUnsupported(
                     "the kernel has no netdev generic-netlink family (needs Linux 6.8+)") from exc
-            raise OSError(exc.code, f"netdev genetlink: {exc}") from exc
-        except Exception:
-            self.close()
             raise
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -128,13 +105,13 @@ class NetdevNetlink:
 
     def queues(self, ifindex: int | None = None) -> list[dict[str, Any]]:
         """Dump `queue-get`: id, type ("rx"/"tx"), ifindex, napi_id (when a NAPI serves it)."""
-        attrs = [("A2", _u32(ifindex))] if ifindex is not None else []
-        return self._dump(CMD_QUEUE_GET, attrs, _QUEUE_ATTRS, "queue-get")
+        body = nl.attr(2, nl.u32(ifindex)) if ifindex is not None else b""
+        return self._dump(CMD_QUEUE_GET, body, _QUEUE_ATTRS, "queue-get")
 
     def napis(self, ifindex: int | None = None) -> list[dict[str, Any]]:
         """Dump `napi-get`: id, ifindex, irq (if the driver set it), pid (threaded NAPI), ..."""
-        attrs = [("A1", _u32(ifindex))] if ifindex is not None else []
-        return self._dump(CMD_NAPI_GET, attrs, _NAPI_ATTRS, "napi-get")
+        body = nl.attr(1, nl.u32(ifindex)) if ifindex is not None else b""
+        return self._dump(CMD_NAPI_GET, body, _NAPI_ATTRS, "napi-get")
 
     def qstats(self, ifindex: int | None = None) -> list[dict[str, Any]]:
         """Dump `qstats-get` with scope=queue: one dict per queue that has counters.
@@ -144,26 +121,21 @@ class NetdevNetlink:
         A device whose driver has no queue stats is simply absent (the kernel answers
         nothing for it); a kernel without the operation raises NetdevUnsupported.
         """
-        attrs = [("A4", _u32(QSTATS_SCOPE_QUEUE))]
+        body = nl.attr(4, nl.u32(QSTATS_SCOPE_QUEUE))
         if ifindex is not None:
-            attrs.insert(0, ("A1", _u32(ifindex)))
-        return self._dump(CMD_QSTATS_GET, attrs, _QSTATS_ATTRS, "qstats-get")
+            body = nl.attr(1, nl.u32(ifindex)) + body
+        return self._dump(CMD_QSTATS_GET, body, _QSTATS_ATTRS, "qstats-get")
 
-    def _dump(self, cmd: int, attrs: list[tuple[str, bytes]], names: dict[int, str],
-              op: str) -> list[dict[str, Any]]:
+    def _dump(self, cmd: int, body: bytes, names: dict[int, str], op: str) -> list[dict[str, Any]]:
         if self._sock is None:
             raise OSError(errno.EBADF, "netdev genetlink socket is closed")
-        msg = _netdev_msg()
-        msg["cmd"] = cmd
-        msg["version"] = 1
-        msg["attrs"] = attrs
+        if cmd not in self._sock.ops:
+            raise NetdevUnsupported(f"netdev {op} is not supported by this kernel")
         try:
-            replies = self._sock.nlm_request(
-                msg, msg_type=self._sock.prid, msg_flags=NLM_F_REQUEST | NLM_F_DUMP)
+            replies = self._sock.genl(cmd, body, nl.NLM_F_DUMP, what=f"netdev {op}")
         except NetlinkError as exc:
-            if exc.code == errno.EOPNOTSUPP:
-                raise NetdevUnsupported(f"netdev {op} is not supported by this kernel") from exc
-            if exc.code == errno.ENODEV:
-                return []  # the interface went away between listing it and asking
-            raise OSError(exc.code, f"netdev {op}: {exc.args[-1]}") from exc
-        return [_to_dict(r, names) for r in replies]
+            if exc.errno in (errno.EOPNOTSUPP, errno.ENODEV):
+                # the device has no such data (veth and qstats), or went away since it was listed
+                return []
+            raise
+        return [to_dict(r, names) for r in replies]

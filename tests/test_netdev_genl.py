@@ -132,7 +132,7 @@ def test_qstats_of_all_interfaces_are_keyed_as_in_the_spec(nl):
 def test_an_operation_the_kernel_lacks_is_netdev_unsupported(nl):
     # command 200 is not in the netdev family: the kernel answers EOPNOTSUPP
     with pytest.raises(NetdevUnsupported):
-        nl._dump(200, [], {}, "no-such-op")
+        nl._dump(200, b"", {}, "no-such-op")
     # and the socket stays usable afterwards
     assert {(q["type"], q["id"]) for q in nl.queues(socket.if_nametoindex("lo"))} == _sysfs_queues("lo")
 
