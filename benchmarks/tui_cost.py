@@ -137,11 +137,15 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("htop is not installed (apt-get install htop)")
     results = [measure("nettop", nettop, args.seconds, args.warmup),
                measure("htop", [htop, "-d", "10"], args.seconds, args.warmup)]
+    floor = measure("textual", [sys.executable, str(Path(__file__).with_name("textual_floor.py"))],
+                    args.seconds, args.warmup)
     print(f"terminal {COLS}x{ROWS}, refresh 1 Hz, {args.seconds:g} s measured after {args.warmup:g} s warm-up, "
           f"{os.cpu_count()} CPUs")
     print(f"{'program':<8} {'CPU %':>7} {'bytes/s':>9}")
     for r in results:
         print(f"{r.name:<8} {r.cpu_pct:>7.2f} {r.bytes_per_s:>9.0f}")
+    print(f"{floor.name:<8} {floor.cpu_pct:>7.2f} {floor.bytes_per_s:>9.0f}   "
+          "(reference: a Textual app that only updates one label per second)")
     ms = sampler_share()
     if ms is not None:
         print(f"of nettop's CPU, sampling alone (HostReader.read, median of 10) is {ms:.2f} ms per tick "
