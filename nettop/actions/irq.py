@@ -20,6 +20,7 @@ from typing import Iterable
 from nettop.actions.base import ActionError, Change, Setting, Value, read_file, register, write_file
 from nettop.collectors.cpus import (format_cpu_list, parse_cpu_list, parse_cpu_mask,
                                     read_online_cpus, read_possible_cpus)
+from nettop.collectors.irq_affinity import probe_managed
 from nettop.sysroot import SysRoot
 
 LIVE = SysRoot("/")
@@ -92,7 +93,10 @@ class IrqAffinity(Setting):
     def normalize(self, value: Value) -> Value:
         if not os.path.isdir(self._path("")):
             raise ActionError(f"IRQ {self.irq} does not exist (see /proc/interrupts)", errno.ENOENT)
-        return format_cpu_list(check_cpus(f"IRQ {self.irq} affinity", value))
+        cpus = format_cpu_list(check_cpus(f"IRQ {self.irq} affinity", value))
+        if probe_managed(LIVE, self.irq):  # refused before anything in its group is written
+            raise ActionError(self.explain(OSError(errno.EPERM, "managed")), errno.EPERM)
+        return cpus
 
     def write(self, value: Value) -> None:
         write_file(self._path("smp_affinity_list"), str(value))
