@@ -13,7 +13,6 @@ from lab import run
 from nettop.actions import ActionError, Change, Journal, Tuner
 from nettop.actions.ethtool import Channels, Coalesce
 
-pytest.importorskip("nettop.ethtool_nl", reason="nettop.ethtool_nl has not landed yet")
 
 
 @pytest.fixture

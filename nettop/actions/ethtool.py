@@ -16,9 +16,6 @@ from typing import Any
 
 from nettop.actions.base import ActionError, Setting, Value, need_iface, register
 
-BOOL_KEYS = {"adaptive-rx", "adaptive-tx", "gro", "gso", "tso", "lro", "rx", "tx"}
-
-
 def _nl() -> Any:
     try:
         from nettop.ethtool_nl import EthtoolNetlink
@@ -28,8 +25,10 @@ def _nl() -> Any:
     return EthtoolNetlink()
 
 
-def _parse(key: str, v: Any) -> int | bool:
-    if isinstance(v, bool) or key in BOOL_KEYS:
+def _parse(key: str, v: Any, boolean: bool) -> int | bool:
+    """A typed value: on/off where the driver reports a flag (adaptive-rx, gro), else a
+    whole number (rx-usecs, rx ring size, combined channels)."""
+    if isinstance(v, bool) or boolean:
         if isinstance(v, bool):
             return v
         t = str(v).strip().lower()
@@ -76,12 +75,13 @@ class _EthtoolSetting(Setting):
             cur = self._get()
         except OSError as exc:
             raise ActionError(self.explain(exc), exc.errno) from None
-        unsupported = [k for k in value if k not in cur]
+        settable = {k for k in cur if not k.endswith("-max")}  # maxima are read-only
+        unsupported = [k for k in value if k not in settable]
         if unsupported:
-            offered = ", ".join(sorted(cur)) or "none"
+            offered = ", ".join(sorted(settable)) or "none"
             raise ActionError(f"{self.ifname}'s driver does not offer {self.what} "
                               f"{', '.join(unsupported)} (it offers: {offered})", errno.EOPNOTSUPP)
-        out = {k: _parse(k, v) for k, v in value.items()}
+        out = {k: _parse(k, v, isinstance(cur[k], bool)) for k, v in value.items()}
         self._check_max(out, cur)
         return out
 

@@ -1,0 +1,250 @@
+"""Coalescing, rings, channels and offloads through the kernel's ethtool netlink family.
+
+The ioctl (nettop/ethtool.py) reads these fine, but a refused ioctl says only "Invalid
+argument". Over netlink the kernel says what it refused and why (its extack: "cannot
+modify an unsupported parameter", "requested channel count exceeds maximum"), and that
+sentence is what an operator needs, so every change nettop makes here goes this way.
+
+Values are dicts keyed by the ethtool CLI's names ("rx-usecs", "adaptive-rx", "rx",
+"combined", "gro"); maxima come as "<name>-max". A GET answers only what the driver
+supports: the kernel leaves out coalescing parameters a driver does not support (when
+they are zero, as they then are), ring and channel kinds whose maximum is zero, and
+offloads the driver cannot change (they are "[fixed]" in `ethtool -k`). The encoders and
+decoders are pure functions of attribute dicts, so they are tested on their own.
+
+Attribute numbers: include/uapi/linux/ethtool_netlink.h, Documentation/netlink/specs/ethtool.yaml.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any, Mapping
+
+from nettop import netlink as nl
+from nettop.netlink import GenlSocket, NetlinkError
+
+FAMILY = "ethtool"
+
+MSG_FEATURES_GET, MSG_FEATURES_SET = 11, 12
+MSG_RINGS_GET, MSG_RINGS_SET = 15, 16
+MSG_CHANNELS_GET, MSG_CHANNELS_SET = 17, 18
+MSG_COALESCE_GET, MSG_COALESCE_SET = 19, 20
+
+A_HEADER = 1  # every message's attribute 1
+HEADER_DEV_NAME, HEADER_FLAGS = 2, 3
+FLAG_OMIT_REPLY = 1 << 1
+
+# attribute id -> (CLI name, is a u8 flag)
+COALESCE: dict[int, tuple[str, bool]] = {
+    2: ("rx-usecs", False), 3: ("rx-frames", False), 4: ("rx-usecs-irq", False),
+    5: ("rx-frames-irq", False), 6: ("tx-usecs", False), 7: ("tx-frames", False),
+    8: ("tx-usecs-irq", False), 9: ("tx-frames-irq", False), 10: ("stats-block-usecs", False),
+    11: ("adaptive-rx", True), 12: ("adaptive-tx", True), 13: ("pkt-rate-low", False),
+    14: ("rx-usecs-low", False), 15: ("rx-frames-low", False), 16: ("tx-usecs-low", False),
+    17: ("tx-frames-low", False), 18: ("pkt-rate-high", False), 19: ("rx-usecs-high", False),
+    20: ("rx-frames-high", False), 21: ("tx-usecs-high", False), 22: ("tx-frames-high", False),
+    23: ("sample-interval", False), 24: ("cqe-mode-tx", True), 25: ("cqe-mode-rx", True),
+    26: ("tx-aggr-max-bytes", False), 27: ("tx-aggr-max-frames", False),
+    28: ("tx-aggr-time-usecs", False),
+}
+RINGS: dict[int, tuple[str, bool]] = {
+    2: ("rx-max", False), 3: ("rx-mini-max", False), 4: ("rx-jumbo-max", False), 5: ("tx-max", False),
+    6: ("rx", False), 7: ("rx-mini", False), 8: ("rx-jumbo", False), 9: ("tx", False),
+    10: ("rx-buf-len", False), 11: ("tcp-data-split", True), 12: ("cqe-size", False),
+    13: ("tx-push", True), 14: ("rx-push", True), 15: ("tx-push-buf-len", False),
+    16: ("tx-push-buf-len-max", False), 17: ("hds-thresh", False), 18: ("hds-thresh-max", False),
+}
+CHANNELS: dict[int, tuple[str, bool]] = {
+    2: ("rx-max", False), 3: ("tx-max", False), 4: ("other-max", False), 5: ("combined-max", False),
+    6: ("rx", False), 7: ("tx", False), 8: ("other", False), 9: ("combined", False),
+}
+READ_ONLY = {"rx-max", "rx-mini-max", "rx-jumbo-max", "tx-max", "other-max", "combined-max",
+             "tx-push-buf-len-max", "hds-thresh-max"}
+
+# FEATURES: bitsets of the kernel's feature names; the CLI's short names stand for groups
+FEATURES_HW, FEATURES_WANTED, FEATURES_ACTIVE, FEATURES_NOCHANGE = 2, 3, 4, 5
+BITSET_NOMASK, BITSET_SIZE, BITSET_BITS = 1, 2, 3
+BITS_BIT, BIT_INDEX, BIT_NAME, BIT_VALUE = 1, 1, 2, 3
+OFFLOADS: dict[str, tuple[str, ...]] = {
+    "gro": ("rx-gro",),
+    "gso": ("tx-generic-segmentation",),
+    "tso": ("tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
+            "tx-tcp6-segmentation"),
+    "lro": ("rx-lro",),
+    "rx-gro-hw": ("rx-gro-hw",),
+    "rx-gro-list": ("rx-gro-list",),
+    "rxhash": ("rx-hashing",),
+    "ntuple": ("rx-ntuple-filter",),
+}
+
+_TABLES = {"coalesce": (COALESCE, MSG_COALESCE_GET, MSG_COALESCE_SET),
+           "rings": (RINGS, MSG_RINGS_GET, MSG_RINGS_SET),
+           "channels": (CHANNELS, MSG_CHANNELS_GET, MSG_CHANNELS_SET)}
+
+
+# --- pure encoders and decoders ----------------------------------------------------------
+
+
+def header(ifname: str, flags: int = 0) -> bytes:
+    parts = [nl.attr(HEADER_DEV_NAME, nl.cstr(ifname))]
+    if flags:
+        parts.append(nl.attr(HEADER_FLAGS, nl.u32(flags)))
+    return nl.nest(A_HEADER, *parts)
+
+
+def decode(reply: Mapping[int, memoryview], table: Mapping[int, tuple[str, bool]]) -> dict[str, Any]:
+    """A GET reply's attributes as CLI names: ints, and bools for the u8 flags."""
+    out: dict[str, Any] = {}
+    for code, (name, flag) in table.items():
+        raw = reply.get(code)
+        if raw is not None:
+            out[name] = bool(nl.as_int(raw)) if flag else nl.as_int(raw)
+    return out
+
+
+def encode(values: Mapping[str, Any], table: Mapping[int, tuple[str, bool]], what: str) -> bytes:
+    """SET attributes for `values`; ValueError for a name the table does not have."""
+    by_name = {name: (code, flag) for code, (name, flag) in table.items()}
+    out = []
+    for name, value in values.items():
+        if name not in by_name or name in READ_ONLY:
+            known = ", ".join(sorted(n for n in by_name if n not in READ_ONLY))
+            raise ValueError(f"{what} has no settable parameter {name!r} (known: {known})")
+        code, flag = by_name[name]
+        out.append(nl.attr(code, nl.u8(int(bool(value))) if flag else nl.u32(int(value))))
+    return b"".join(out)
+
+
+def bitset_names(raw: memoryview) -> set[str]:
+    """Names of the set bits of a verbose (named) bitset. With NOMASK every listed bit is
+    set; with a mask (the kernel sends FEATURES_HW that way, listing every bit) a bit is
+    set when it carries the VALUE flag."""
+    top = nl.attrs(raw)
+    bits = top.get(BITSET_BITS)
+    nomask = BITSET_NOMASK in top
+    names = set()
+    for _, bit in nl.attr_list(bits) if bits is not None else ():
+        b = nl.attrs(bit)
+        name = b.get(BIT_NAME)
+        if name is not None and (nomask or BIT_VALUE in b):
+            names.add(nl.as_str(name))
+    return names
+
+
+def decode_features(reply: Mapping[int, memoryview]) -> dict[str, bool]:
+    """Short offload names the driver lets change → whether they are on now.
+
+    A group (tso) counts as on when its first changeable member is on, as `ethtool -k`
+    shows tcp-segmentation-offload; a group with no changeable member is left out
+    (changeable: in the hardware set and not in the never-change set)."""
+    hw = _changeable(reply)
+    active = bitset_names(reply[FEATURES_ACTIVE]) if FEATURES_ACTIVE in reply else set()
+    out = {}
+    for short, members in OFFLOADS.items():
+        changeable = [m for m in members if m in hw]
+        if changeable:
+            out[short] = changeable[0] in active
+    return out
+
+
+def _changeable(reply: Mapping[int, memoryview]) -> set[str]:
+    hw = bitset_names(reply[FEATURES_HW]) if FEATURES_HW in reply else set()
+    return hw - (bitset_names(reply[FEATURES_NOCHANGE]) if FEATURES_NOCHANGE in reply else set())
+
+
+def encode_features(values: Mapping[str, bool], hw: set[str]) -> bytes:
+    """A WANTED bitset naming each changeable member of the groups asked for (the listed
+    bits are the mask; a VALUE flag turns a bit on)."""
+    bits = []
+    for short, on in values.items():
+        if short not in OFFLOADS:
+            raise ValueError(f"unknown offload {short!r} (known: {', '.join(OFFLOADS)})")
+        for member in OFFLOADS[short]:
+            if member in hw:
+                parts = [nl.attr(BIT_NAME, nl.cstr(member))]
+                if on:
+                    parts.append(nl.attr(BIT_VALUE, b""))
+                bits.append(nl.nest(BITS_BIT, *parts))
+    return nl.nest(FEATURES_WANTED, nl.nest(BITSET_BITS, *bits))
+
+
+# --- the socket ----------------------------------------------------------------------------
+
+
+class EthtoolNetlink:
+    """One ethtool genetlink socket. Errors are `NetlinkError` (an OSError) with the
+    kernel's extack text in `.extack`; a missing interface is ENODEV."""
+
+    def __init__(self) -> None:
+        try:
+            self._sock = GenlSocket(FAMILY)
+        except NetlinkError as exc:
+            if exc.errno == errno.ENOENT:
+                raise NetlinkError(errno.EOPNOTSUPP, "this kernel has no ethtool netlink family (Linux 5.6+)",
+                                   "ethtool netlink") from None
+            raise
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> EthtoolNetlink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get(self, cmd: int, ifname: str, what: str) -> dict[int, memoryview]:
+        replies = self._sock.genl(cmd, header(ifname), nl.NLM_F_ACK, what=f"{what} {ifname}")
+        if not replies:
+            raise NetlinkError(errno.EPROTO, None, f"{what} {ifname}: the kernel sent no reply")
+        return replies[0]
+
+    def _get_table(self, what: str, ifname: str) -> dict[str, Any]:
+        table, get, _ = _TABLES[what]
+        return decode(self._get(get, ifname, what), table)
+
+    def _set_table(self, what: str, ifname: str, values: Mapping[str, Any]) -> None:
+        table, _, set_cmd = _TABLES[what]
+        try:
+            body = encode(values, table, what)
+        except ValueError as exc:
+            raise NetlinkError(errno.EINVAL, str(exc), f"{what} {ifname}") from None
+        self._sock.genl(set_cmd, header(ifname) + body, nl.NLM_F_ACK, what=f"{what} {ifname}")
+
+    def get_coalesce(self, ifname: str) -> dict[str, Any]:
+        return self._get_table("coalesce", ifname)
+
+    def set_coalesce(self, ifname: str, values: Mapping[str, Any]) -> None:
+        self._set_table("coalesce", ifname, values)
+
+    def get_rings(self, ifname: str) -> dict[str, Any]:
+        return self._get_table("rings", ifname)
+
+    def set_rings(self, ifname: str, values: Mapping[str, Any]) -> None:
+        self._set_table("rings", ifname, values)
+
+    def get_channels(self, ifname: str) -> dict[str, Any]:
+        return self._get_table("channels", ifname)
+
+    def set_channels(self, ifname: str, values: Mapping[str, Any]) -> None:
+        self._set_table("channels", ifname, values)
+
+    def get_features(self, ifname: str) -> dict[str, bool]:
+        return decode_features(self._get(MSG_FEATURES_GET, ifname, "features"))
+
+    def set_features(self, ifname: str, values: Mapping[str, bool]) -> None:
+        hw = _changeable(self._get(MSG_FEATURES_GET, ifname, "features"))
+        fixed = [k for k in values if k in OFFLOADS and not any(m in hw for m in OFFLOADS[k])]
+        if fixed:
+            raise NetlinkError(errno.EOPNOTSUPP, f"{', '.join(fixed)} cannot be changed on this device "
+                               "(fixed by the driver)", f"features {ifname}")
+        try:
+            body = encode_features(values, hw)
+        except ValueError as exc:
+            raise NetlinkError(errno.EINVAL, str(exc), f"features {ifname}") from None
+        self._sock.genl(MSG_FEATURES_SET, header(ifname, FLAG_OMIT_REPLY) + body, nl.NLM_F_ACK,
+                        what=f"features {ifname}")
+
+
+__all__ = ["EthtoolNetlink", "NetlinkError", "bitset_names", "decode", "decode_features", "encode",
+           "encode_features", "header"]
