@@ -117,6 +117,7 @@ class HostReader:
             return value
 
         root = self.root
+        probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
         online = take(cpus.read_online_cpus(root))
         link_map = take(interfaces.read_links(root, self._rtnl))
         index_names = {link.ifindex: name for name, link in link_map.items()}
@@ -170,7 +171,7 @@ class HostReader:
             problems=_dedupe(problems),
             read_cpu_s=time.thread_time() - t_cpu,
             latency=self.prober.take() if self.prober is not None else {},
-            ebpf=self.probes.take() if self.probes is not None and self.probes.running else None,
+            ebpf=probes.take() if probes is not None and probes.running else None,
         )
 
     # --- helpers -----------------------------------------------------------------------

@@ -70,3 +70,8 @@ def test_latency_panel_with_two_targets(snap_compare, size):
     app = app_in("nettop-dark")
     assert snap_compare(app, terminal_size=size, press=["4", "z"],
                         run_before=feed(30, ping=("198.18.0.2", "tcp://198.18.0.2:22")))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_ebpf_panel_with_recorded_probe_figures(snap_compare, size):
+    assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(3, ebpf=True), press=["6", "z"])

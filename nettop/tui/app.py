@@ -33,6 +33,7 @@ from nettop.timeline import Event, Point
 from nettop.tui import format as fmt
 from nettop.tui import model
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
+from nettop.tui.ebpf_panel import DropTable, HardirqTable, NapiTable, SoftirqTable, header_text
 from nettop.tui import playback
 from nettop.tui.playback import RECORD_ACTIONS, RECORD_BINDINGS, REPLAY_ACTIONS, REPLAY_BINDINGS
 from nettop.tui.recording import RecordStatus, display_path, recording_meta
@@ -49,6 +50,11 @@ TREND_WIDTH = 6
 CHART_LINES_MAX = 4  # interfaces plotted (two lines each); the table above lists them all
 PANELS = ("queues", "cpus", "throughput", "latency", "qdisc")
 NO_LATENCY = "no latency probe: run with --ping HOST"
+NO_EBPF = "eBPF probes are off: press e to turn them on (root and bcc)"
+
+
+class ProbesChanged(Message):
+    """The eBPF switch finished starting or stopping (posted from its thread)."""
 
 
 class NewPoint(Message):
@@ -141,6 +147,9 @@ class NettopApp(App[None]):
         Binding("3", "panel('throughput')", "throughput", show=False, tooltip="go to the throughput panel"),
         Binding("4", "panel('latency')", "latency", show=False, tooltip="go to the latency panel"),
         Binding("5", "panel('qdisc')", "qdisc/BQL", show=False, tooltip="go to the qdisc / BQL panel"),
+        Binding("6", "panel('ebpf')", "eBPF", show=False, tooltip="go to the eBPF panel (NAPI, hardirq, softirq, drops)"),
+        Binding("e", "probes", "eBPF", show=False, tooltip="eBPF probes on/off: NAPI polling, hardirq time, softirq latency, "
+                "drops by reason (root, bcc)"),
         *REPLAY_BINDINGS,
         *RECORD_BINDINGS,
     ]
@@ -183,6 +192,9 @@ class NettopApp(App[None]):
             yield Panel("5 qdisc / BQL", QdiscTable(id="qdisc-table"), BqlTable(id="bql-table"), id="qdisc")
             yield Panel("4 latency", EmptyState(NO_LATENCY, id="latency-empty"),
                         LatencyTable(id="latency-table"), LatencyChart(id="latency-chart"), id="latency")
+            yield Panel("6 eBPF", EmptyState(NO_EBPF, id="ebpf-empty"), NapiTable(id="napi-table"),
+                        SoftirqTable(id="softirq-table"), HardirqTable(id="hardirq-table"),
+                        DropTable(id="drop-table"), id="ebpf")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -191,6 +203,10 @@ class NettopApp(App[None]):
         self.query_one("#latency-table").display = False
         self.query_one("#cpus-heatmap").display = False
         self.query_one("#notice").display = False
+        self.query_one("#ebpf").display = False  # until probes run or a recording has their figures
+        switch = getattr(self.source, "probe_switch", None)
+        if switch is not None:
+            switch.changed = lambda: self.post_message(ProbesChanged())
         self.query_one("#queues-table").focus()
         self.source.start(self._wake)
 
@@ -244,6 +260,7 @@ class NettopApp(App[None]):
         self._draw_throughput(point, names)
         self._draw_qdisc(point, names)
         self._draw_latency(point)
+        self._draw_ebpf(point)
 
     def _draw_header(self, point: Point | None = None) -> None:
         point = point or self.latest
@@ -265,6 +282,9 @@ class NettopApp(App[None]):
             parts += [snap.host, snap.kernel, f"{stamp} UTC"]
             if point.rates is not None and point.rates.sampler_cpu_pct is not None:
                 parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
+        probes = self._probe_text(point)
+        if probes is not None:
+            parts.insert(2, probes)
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_replay_header(self, point: Point | None) -> None:
@@ -284,6 +304,9 @@ class NettopApp(App[None]):
         reader = getattr(src, "reader", None)
         if reader is not None:
             parts.append(f"sample {src.position + 1}/{len(reader)}")
+        probes = self._probe_text(point)
+        if probes is not None:
+            parts.append(probes)
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_notice(self, point: Point | None = None) -> None:
@@ -406,6 +429,81 @@ class NettopApp(App[None]):
             self._latency_events, self._latency_t = len(events), point.snapshot.t_mono
             chart.show(series, model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
 
+    def _probe_text(self, point: Point | None) -> str | None:
+        switch = getattr(self.source, "probe_switch", None)
+        sample = point.snapshot.ebpf if point is not None else None
+        if switch is not None:
+            state: str | None = switch.state
+        else:  # a source without a switch: a replay shows recorded figures, others report them as on
+            state = "on" if sample is not None and not self.replaying else None
+        return header_text(state, sample)
+
+    def _draw_ebpf(self, point: Point) -> None:
+        sample = point.snapshot.ebpf
+        switch = getattr(self.source, "probe_switch", None)
+        panel = self.query_one("#ebpf", Panel)
+        busy = switch is not None and switch.state != "off"
+        if sample is None and not busy and not panel.display:
+            return
+        if not panel.display:
+            panel.display = True
+        empty = self.query_one("#ebpf-empty", EmptyState)
+        tables = [self.query_one(t) for t in (NapiTable, SoftirqTable, HardirqTable, DropTable)]
+        if sample is None:
+            if switch is not None and switch.state == "compiling":
+                text = "eBPF: compiling the probes (a few seconds; sampling goes on)…"
+            elif switch is not None and switch.reason:
+                text = f"eBPF off: {switch.reason}"
+            else:
+                text = NO_EBPF if not self.replaying else "this recording has no eBPF figures"
+            empty.update(text)
+            empty.display = True
+            for t in tables:
+                t.display = False
+            panel.set_status("")
+            return
+        from nettop.ebpf.sample import to_json
+
+        doc = to_json(sample)
+        empty.display = False
+        for t in tables:
+            if not t.display:
+                t.display = True
+            t.sync(t.rows(doc))
+        polling = sum(1 for n in doc["napi"] if n["mode"] == "polling")
+        status = f"{len(doc['napi'])} NAPI, {polling} polling · drops {fmt.si(doc['drops']['per_s'])}/s"
+        if sample.duty > 1:
+            status += f" · sampled 1/{sample.duty}"
+        panel.set_status(status)
+
+    @on(ProbesChanged)
+    def _on_probes_changed(self) -> None:
+        switch = getattr(self.source, "probe_switch", None)
+        if switch is not None and switch.state == "off" and switch.reason:
+            self.notify(f"eBPF off: {switch.reason}", severity="warning", timeout=8)
+        elif switch is not None and switch.state == "on":
+            self.notify("eBPF probes on", timeout=3)
+        self._draw_header()
+        if self.latest is not None:
+            self._draw_ebpf(self.latest)
+
+    def action_probes(self) -> None:
+        switch = getattr(self.source, "probe_switch", None)
+        if switch is None:
+            why = "replay shows the recorded eBPF figures; probes cannot be turned on or off in a replay" \
+                if self.replaying else "this view has no eBPF probes"
+            self.notify(why, timeout=5)
+            if self.replaying:
+                self.action_panel("ebpf")
+            return
+        switch.toggle()
+        self._draw_header()
+        panel = self.query_one("#ebpf", Panel)
+        if not panel.display:
+            panel.display = True
+        if self.latest is not None:
+            self._draw_ebpf(self.latest)
+
     # --- actions -----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -469,6 +567,10 @@ class NettopApp(App[None]):
 
     def action_panel(self, name: str) -> None:
         panel = self.query_one(f"#{name}", Panel)
+        if not panel.display:
+            panel.display = True
+            if self.latest is not None and name == "ebpf":
+                self._draw_ebpf(self.latest)
         if self.zoomed is not None and self.zoomed != name:
             self.query_one(f"#{self.zoomed}").remove_class("-zoom")
             panel.add_class("-zoom")

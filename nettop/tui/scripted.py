@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from nettop.ebpf.sample import DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost
+from nettop.ebpf.sample import SoftirqCounts as EbpfSoftirq
 from nettop.ping.stats import summarize
 from nettop.problems import Problem
 from nettop.snapshot import (
@@ -92,9 +94,10 @@ def _grow(i: int, step: int, phase: int = 0) -> int:
 
 
 def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
-              problems: tuple[Problem, ...] = (), ping: tuple[str, ...] = ()) -> Snapshot:
+              problems: tuple[Problem, ...] = (), ping: tuple[str, ...] = (), ebpf: bool = False) -> Snapshot:
     """Tick `i` of a host with eth0 (virtio-style IRQs, mq + pfifo_fast, BQL), a veth pair
-    end without IRQs but with per-queue counters, and loopback."""
+    end without IRQs but with per-queue counters, and loopback; with `ebpf`, the probes'
+    counts of one interval too (scripted_ebpf)."""
     cpu_ids = tuple(range(cpus))
     irqs: dict[int, Irq] = {}
     qirqs: list[QueueIrqs] = []
@@ -153,8 +156,37 @@ def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
         cpu_times=times, softnet=softnet, links=links, queue_maps=qmaps, queue_stats=qstats,
         qdiscs=qdiscs, devices=devices, irq_affinity=aff,
         host_config=HostConfig("pfifo_fast", irqbalance_running=False), problems=problems,
-        read_cpu_s=0.002, latency=latency,
+        read_cpu_s=0.002, latency=latency, ebpf=scripted_ebpf(i, cpus, queues, interval) if ebpf else None,
     )
+
+
+def scripted_ebpf(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0) -> EbpfSample:
+    """One interval of probe counts: eth0's rx queues polled (queue 0 hard enough to be in
+    polling mode), the veth's traffic on backlog NAPI, hardirq time of eth0's IRQs,
+    NET_RX/NET_TX per CPU and two drop reasons."""
+    step = _WAVE[i % len(_WAVE)]
+    napi = []
+    for q in range(queues):
+        polls = 400 * step // (q + 1)
+        full = polls * 3 // 4 if q == 0 else polls // 20
+        napi.append(NapiCounts("eth0", 2, 4026531840, 8193 + q, 40 + q, q % cpus, polls,
+                               polls * (60 if q == 0 else 9), full, polls // 10, 64))
+    napi.append(NapiCounts("", 0, 0, 0, None, cpus - 1, 90 * step, 2000 * step, 3 * step, 0, 64))
+    hardirq = tuple(IrqCounts(40 + q, f"virtio2-input.{q}", q % cpus, 300 * step // (q + 1),
+                              2_000_000 * step // (q + 1)) for q in range(queues))
+    soft = []
+    for c in range(cpus):
+        for vec, scale in (("NET_RX", 3), ("NET_TX", 1)):
+            runs = 250 * step * scale // (c + 1)
+            wait = tuple(runs // 4 if b in (10, 11, 12, 13) else 0 for b in range(32))
+            run = tuple(runs // 2 if b in (13, 14) else 0 for b in range(32))
+            soft.append(EbpfSoftirq(c, vec, runs, runs, runs, runs * 9000, runs, runs * 3000, wait, run))
+    drops = (DropCounts("NO_SOCKET", 3, "veth0", 7, 4026531840, "__udp4_lib_rcv+0x8a0", 40 * step),
+             DropCounts("QDISC_DROP", 6, "eth0", 2, 4026531840, "__dev_queue_xmit+0x6c4", 3 * step))
+    return EbpfSample(interval, interval, 1, ("napi", "hardirq", "softirq", "drops"), tuple(napi), hardirq,
+                      tuple(soft), drops, (ProbeCost("napi:napi_poll", 1500 * step, 400 * step),
+                                           ProbeCost("irq:softirq_entry", 900 * step, 300 * step)),
+                      netns_self=4026531840)
 
 
 ROOT_PROBLEMS = (

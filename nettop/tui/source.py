@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 from nettop.sampler import Reader
 from nettop.sysroot import LIVE, SysRoot
 from nettop.timeline import Event, Point, Timeline
+from nettop.tui.ebpf_panel import ProbeSwitch
 from nettop.tui.recording import RecordingTap
 
 Wake = Callable[[], None]
@@ -147,6 +148,13 @@ class LiveSource:
         self._process = None
         self._last_error: str | None = None
         self.tap = RecordingTap()  # the record key; written on the sampler thread
+        self.probe_switch = ProbeSwitch(self._attach_probes)  # the eBPF key
+
+    def _attach_probes(self, probes: Any) -> None:
+        """Hand running eBPF probes to the reader (None: take them away); the reader takes
+        their counts on its next tick."""
+        if self._reader is not None and hasattr(self._reader, "probes"):
+            self._reader.probes = probes
 
     @property
     def interval(self) -> float:
@@ -200,6 +208,7 @@ class LiveSource:
         return self._mailbox.take()
 
     def stop(self) -> None:
+        self.probe_switch.stop()
         if self._sampler is not None:
             self._sampler.stop()
             self._sampler = None
