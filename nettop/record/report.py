@@ -10,57 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from nettop.rates import Rates
+from nettop.before_after import WINDOW_S, Figures, figures, format_value, summary, window
 from nettop.record.export import pairs
 from nettop.record.store import Reader
-from nettop.snapshot import Snapshot
 from nettop.timeline import Event
 
-WINDOW_S = 60.0  # before/after averages around an event
 EVENT_KINDS = ("tuning", "mark", "problem", "appeared", "vanished")
-
-
-@dataclass(frozen=True, slots=True)
-class Figures:
-    """What one interval looked like, summed over the shown interfaces and CPUs."""
-
-    t_wall: float
-    elapsed_s: float
-    rx_bytes_s: float
-    tx_bytes_s: float
-    busiest_link: str
-    max_softirq_pct: float
-    softirq_cpu: int | None
-    drops_s: float  # softnet + interface + qdisc drops
-    squeeze_s: float
-    worst_rtt_ms: float | None
-    worst_loss_pct: float | None
-
-
-def figures(snap: Snapshot, rates: Rates) -> Figures:
-    links = {n: r for n, r in rates.links.items()
-             if r.rx_bytes_per_s is not None and not _is_aggregate(snap, n)}
-    rx = sum(r.rx_bytes_per_s or 0.0 for r in links.values())
-    tx = sum(r.tx_bytes_per_s or 0.0 for r in links.values())
-    busiest = max(links, key=lambda n: (links[n].rx_bytes_per_s or 0) + (links[n].tx_bytes_per_s or 0), default="")
-    soft = [(c.softirq_pct or 0.0, c.cpu) for c in rates.cpus.values() if c.softirq_pct is not None]
-    top = max(soft, default=(0.0, None))
-    drops = sum(c.softnet_dropped_per_s or 0.0 for c in rates.cpus.values())
-    drops += sum((r.rx_dropped_per_s or 0.0) + (r.tx_dropped_per_s or 0.0) for r in links.values())
-    drops += sum(q.drops_per_s or 0.0 for qs in rates.qdiscs.values() for q in qs if q.parent == "root")
-    squeeze = sum(c.time_squeeze_per_s or 0.0 for c in rates.cpus.values())
-    rtts = [s.rtt_max_ms for s in snap.latency.values() if s.rtt_max_ms is not None]
-    losses = [s.loss_pct for s in snap.latency.values() if s.loss_pct is not None]
-    return Figures(snap.t_wall, rates.elapsed_s, rx, tx, busiest, top[0], top[1], drops, squeeze,
-                   max(rtts, default=None), max(losses, default=None))
-
-
-def _is_aggregate(snap: Snapshot, name: str) -> bool:
-    link = snap.links.get(name)
-    return link is not None and (link.is_aggregate or name == "lo")
 
 
 def _when(t: float) -> str:
@@ -68,36 +25,7 @@ def _when(t: float) -> str:
 
 
 def _rate(v: float) -> str:
-    bits = v * 8
-    for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-        if bits >= div:
-            return f"{bits / div:.2f} {unit}"
-    return f"{bits:.0f} bit/s"
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _window(series: list[Figures], lo: float, hi: float) -> list[Figures]:
-    return [f for f in series if lo <= f.t_wall < hi]
-
-
-def _summary(rows: list[Figures]) -> dict[str, float | None]:
-    rtts = [f.worst_rtt_ms for f in rows if f.worst_rtt_ms is not None]
-    return {
-        "throughput": _mean([f.rx_bytes_s + f.tx_bytes_s for f in rows]),
-        "softirq": _mean([f.max_softirq_pct for f in rows]),
-        "drops": _mean([f.drops_s for f in rows]),
-        "rtt": max(rtts) if rtts else None,
-    }
-
-
-def _fmt(key: str, v: float | None) -> str:
-    if v is None:
-        return "–"
-    return {"throughput": _rate, "softirq": lambda x: f"{x:.1f} %", "drops": lambda x: f"{x:.1f}/s",
-            "rtt": lambda x: f"{x:.2f} ms"}[key](v)
+    return format_value("throughput", v)
 
 
 def render(meta: dict[str, str], series: list[Figures], events: list[Event], warnings: list[str],
@@ -142,9 +70,10 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
         out.append("| when | kind | what | throughput before → after | top softirq | drops | RTT |")
         out.append("|---|---|---|---|---|---|---|")
         for e in shown:
-            before = _summary(_window(series, e.t_wall - WINDOW_S, e.t_wall))
-            after = _summary(_window(series, e.t_wall, e.t_wall + WINDOW_S))
-            cells = [f"{_fmt(k, before[k])} → {_fmt(k, after[k])}" for k in ("throughput", "softirq", "drops", "rtt")]
+            before = summary(window(series, e.t_wall - WINDOW_S, e.t_wall))
+            after = summary(window(series, e.t_wall, e.t_wall + WINDOW_S))
+            cells = [f"{format_value(k, before[k])} → {format_value(k, after[k])}"
+                     for k in ("throughput", "softirq", "drops", "rtt")]
             text = e.text.replace("|", "\\|")
             out.append(f"| {_when(e.t_wall)} | {e.kind} | {text} | " + " | ".join(cells) + " |")
     if plots and len(series) >= 10:

@@ -1,0 +1,134 @@
+"""Did the change help? The seconds before a moment against the seconds after it.
+
+One interval's rates are boiled down to the few figures an operator compares across a
+tuning change (throughput, NIC interrupts, the hottest CPU's softirq load, drops,
+time_squeeze, RTT), then averaged over a window on each side of the change. The live
+view's before/after screen and `nettop report` use these same functions, so a change
+reviewed in a replay or a ticket reads as it did on the screen. Pure: no kernel, no UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from nettop.rates import Rates
+from nettop.snapshot import Snapshot
+
+WINDOW_S = 60.0  # default seconds on each side
+KEYS = ("throughput", "irq", "softirq", "drops", "squeeze", "rtt")
+LABELS = {"throughput": "throughput (rx+tx)", "irq": "NIC interrupts", "softirq": "softirq, busiest CPU",
+          "drops": "drops", "squeeze": "time_squeeze", "rtt": "RTT (worst)"}
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What one interval looked like, summed over the interfaces (aggregates and lo left
+    out, so a bond and its members count once) and over the CPUs."""
+
+    t_wall: float
+    elapsed_s: float
+    rx_bytes_s: float
+    tx_bytes_s: float
+    busiest_link: str
+    max_softirq_pct: float
+    softirq_cpu: int | None
+    drops_s: float  # softnet + interface + root qdisc drops
+    squeeze_s: float
+    worst_rtt_ms: float | None
+    worst_loss_pct: float | None
+    irq_s: float = 0.0  # interrupts of the NIC queues' IRQs
+
+
+def figures(snap: Snapshot, rates: Rates) -> Figures:
+    links = {n: r for n, r in rates.links.items()
+             if r.rx_bytes_per_s is not None and not is_aggregate(snap, n)}
+    rx = sum(r.rx_bytes_per_s or 0.0 for r in links.values())
+    tx = sum(r.tx_bytes_per_s or 0.0 for r in links.values())
+    busiest = max(links, key=lambda n: (links[n].rx_bytes_per_s or 0) + (links[n].tx_bytes_per_s or 0), default="")
+    soft = [(c.softirq_pct or 0.0, c.cpu) for c in rates.cpus.values() if c.softirq_pct is not None]
+    top = max(soft, default=(0.0, None))
+    drops = sum(c.softnet_dropped_per_s or 0.0 for c in rates.cpus.values())
+    drops += sum((r.rx_dropped_per_s or 0.0) + (r.tx_dropped_per_s or 0.0) for r in links.values())
+    drops += sum(q.drops_per_s or 0.0 for qs in rates.qdiscs.values() for q in qs if q.parent == "root")
+    squeeze = sum(c.time_squeeze_per_s or 0.0 for c in rates.cpus.values())
+    rtts = [s.rtt_max_ms for s in snap.latency.values() if s.rtt_max_ms is not None]
+    losses = [s.loss_pct for s in snap.latency.values() if s.loss_pct is not None]
+    nic_irqs = {i for name, m in snap.queue_maps.items() if name in links for q in m.queues for i in q.irqs}
+    irq = sum(r.per_s or 0.0 for i, r in rates.irqs.items() if i in nic_irqs)
+    return Figures(snap.t_wall, rates.elapsed_s, rx, tx, busiest, top[0], top[1], drops, squeeze,
+                   max(rtts, default=None), max(losses, default=None), irq)
+
+
+def is_aggregate(snap: Snapshot, name: str) -> bool:
+    link = snap.links.get(name)
+    return link is not None and (link.is_aggregate or name == "lo")
+
+
+def window(series: Iterable[Figures], lo: float, hi: float) -> list[Figures]:
+    """The intervals that ended in [lo, hi)."""
+    return [f for f in series if lo <= f.t_wall < hi]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def summary(rows: Sequence[Figures]) -> dict[str, float | None]:
+    """Averages over `rows` (RTT: the worst); None where no interval had the figure."""
+    rtts = [f.worst_rtt_ms for f in rows if f.worst_rtt_ms is not None]
+    return {
+        "throughput": _mean([f.rx_bytes_s + f.tx_bytes_s for f in rows]),
+        "irq": _mean([f.irq_s for f in rows]),
+        "softirq": _mean([f.max_softirq_pct for f in rows]),
+        "drops": _mean([f.drops_s for f in rows]),
+        "squeeze": _mean([f.squeeze_s for f in rows]),
+        "rtt": max(rtts) if rtts else None,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    t_wall: float
+    window_s: float
+    before: dict[str, float | None]
+    after: dict[str, float | None]
+    n_before: int  # intervals averaged on each side
+    n_after: int
+
+    def change_pct(self, key: str) -> float | None:
+        """After relative to before in %, None when either side is unknown or before is 0."""
+        b, a = self.before.get(key), self.after.get(key)
+        if b is None or a is None or b == 0:
+            return None
+        return 100.0 * (a - b) / b
+
+
+def compare(series: Sequence[Figures], t_wall: float, window_s: float = WINDOW_S) -> Comparison:
+    """Before: intervals ending in the `window_s` before `t_wall`; after: those ending
+    after it, starting one interval later (the interval that holds the change is a mix
+    of both and belongs to neither)."""
+    before = window(series, t_wall - window_s, t_wall)
+    later = [f for f in series if f.t_wall >= t_wall]
+    after = window(later[1:], t_wall, t_wall + window_s + (later[0].elapsed_s if later else 0.0))
+    return Comparison(t_wall, window_s, summary(before), summary(after), len(before), len(after))
+
+
+def format_value(key: str, v: float | None) -> str:
+    if v is None:
+        return "–"
+    if key == "throughput":
+        bits = v * 8
+        for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+            if bits >= div:
+                return f"{bits / div:.2f} {unit}"
+        return f"{bits:.0f} bit/s"
+    if key == "softirq":
+        return f"{v:.1f} %"
+    if key == "rtt":
+        return f"{v:.2f} ms"
+    return f"{v:.1f}/s"
+
+
+__all__ = ["Comparison", "Figures", "KEYS", "LABELS", "WINDOW_S", "compare", "figures", "format_value",
+           "is_aggregate", "summary", "window"]
