@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--interval", type=_interval, default=1.0, help="sampling interval in seconds (0.1-60, default 1)")
     p.add_argument("--root", type=_root, default=SysRoot("/"), help="read a captured /proc + /sys tree instead of the live kernel")
     p.add_argument("--iface", action="append", default=None, metavar="IFACE", help="only these interfaces (repeatable)")
+    p.add_argument("--revert-on-exit", action="store_true",
+                   help="live view: put back every setting nettop changed when it exits (kill -9: `nettop restore`)")
     _ping_args(p)
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
@@ -220,14 +222,15 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
 
 
 def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
-             ping: list[str] | None = None, ping_interval: float | None = None) -> int:
+             ping: list[str] | None = None, ping_interval: float | None = None,
+             revert_on_exit: bool = False) -> int:
     """The full-screen app on a terminal; the plain refreshing report when output is not one."""
     if not (sys.stdout.isatty() and sys.stderr.isatty()):
         from nettop.text_report import watch
         return watch(root, interval, ifaces)
     from nettop.tui.app import run
     from nettop.tui.source import LiveSource
-    return run(LiveSource(root, ifaces, interval, prober=_prober(ping, ping_interval)))
+    return run(LiveSource(root, ifaces, interval, prober=_prober(ping, ping_interval)), revert_on_exit)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -246,7 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 args.snap_iface or args.iface, args.json,
                                 args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval,
                                 args.ebpf)
-        return cmd_live(args.root, args.interval, args.iface, args.ping, args.ping_interval)
+        return cmd_live(args.root, args.interval, args.iface, args.ping, args.ping_interval,
+                        args.revert_on_exit)
     except UsageError as exc:
         print(f"nettop: {exc}", file=sys.stderr)
         return 2

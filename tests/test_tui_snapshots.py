@@ -75,3 +75,33 @@ def test_latency_panel_with_two_targets(snap_compare, size):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_ebpf_panel_with_recorded_probe_figures(snap_compare, size):
     assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(3, ebpf=True), press=["6", "z"])
+
+
+def tuning_app(tmp_path) -> NettopApp:
+    """A live-mode app whose Tuner may open its screens (nothing here applies a change)."""
+    from nettop.actions import Journal, Tuner
+
+    app = NettopApp(ScriptedSource(), tuner=Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None))
+    app.theme = "nettop-dark"
+    return app
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_rps_mask_editor(snap_compare, size, tmp_path):
+    assert snap_compare(tuning_app(tmp_path), terminal_size=size, run_before=feed(3),
+                        press=["1", "down", "k", "1", "2", "right"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_before_after_a_change(snap_compare, size, tmp_path):
+    from nettop.timeline import Event
+
+    async def run_before(pilot) -> None:
+        src = pilot.app.source
+        for i in range(20):
+            src.push(synthetic(i))
+            if i == 10:
+                src.add_event(Event(synthetic(i).t_wall, "tuning", "rps_cpus eth0 rx-0: 0 (off) → f (CPUs 0-3)"))
+            await pilot.pause()
+
+    assert snap_compare(tuning_app(tmp_path), terminal_size=size, run_before=run_before, press=["b"])

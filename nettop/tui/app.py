@@ -42,6 +42,7 @@ from nettop.tui.source import Source
 from nettop.tui.tables import (
     BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
 )
+from nettop.tui.tuning import TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
 
 INTERVAL_STEPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -120,7 +121,7 @@ def next_interval(current: float, direction: int) -> float:
     return smaller[-1] if smaller else INTERVAL_STEPS[0]
 
 
-class NettopApp(App[None]):
+class NettopApp(TuningMixin, App[None]):
     CSS_PATH = str(Path(__file__).with_name("nettop.tcss"))  # absolute: subclasses live elsewhere
     TITLE = "nettop"
     ENABLE_COMMAND_PALETTE = True
@@ -152,11 +153,15 @@ class NettopApp(App[None]):
                 "drops by reason (root, bcc)"),
         *REPLAY_BINDINGS,
         *RECORD_BINDINGS,
+        *TUNING_BINDINGS,
     ]
 
-    def __init__(self, source: Source, window_s: float = 180.0, driver_class=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, source: Source, window_s: float = 180.0, driver_class=None,  # type: ignore[no-untyped-def]
+                 tuner: Any = None) -> None:
         super().__init__(driver_class=driver_class)
         self.source = source
+        self.tuner = tuner  # nettop.actions.Tuner, made on the first tuning key when None
+        self.last_results: list[Any] = []
         self.window_s = window_s
         self.picked: frozenset[str] | None = None
         self.sort_mode = QueueTable.SORTS[0]
@@ -226,6 +231,8 @@ class NettopApp(App[None]):
 
     @on(NewPoint)
     def _on_new_point(self) -> None:
+        if not self.is_running:
+            return  # shutting down: the screens are gone, a sample posted meanwhile is dropped
         point = self.source.take()
         if point is None:
             return
@@ -247,6 +254,17 @@ class NettopApp(App[None]):
         if self.latest is not None:
             with self.batch_update():
                 self._draw(self.latest)
+
+    def selected_queue(self) -> Any:
+        """The queue row under the queues table's cursor (None before the first sample)."""
+        if self.latest is None:
+            return None
+        table = self.query_one(QueueTable)
+        keys = table.row_keys()
+        if not keys:
+            return None
+        key = keys[min(table.cursor, len(keys) - 1)]
+        return next((r for r in model.queue_rows(self.latest, self.shown(self.latest)) if r.key == key), None)
 
     def shown(self, point: Point) -> list[str]:
         return model.shown_interfaces(point.snapshot, self.picked)
@@ -742,14 +760,24 @@ class NettopApp(App[None]):
                                 lambda a=b.action: self.run_action(a))
 
 
-def run(source: Source) -> int:
-    """Run the app on this terminal, sending it only the cells that change."""
+def run(source: Source, revert_on_exit: bool = False) -> int:
+    """Run the app on this terminal, sending it only the cells that change.
+
+    With `revert_on_exit`, everything nettop changed is put back when the app exits
+    normally; after a kill -9 `nettop restore` does it from the journal.
+    """
     import os
 
     from nettop.tui.diffterm import diffing_driver
 
     no_color = "NO_COLOR" in os.environ  # read before Textual takes it out of the environment
-    app = NettopApp(source, driver_class=diffing_driver(no_color))
+    tuner = None
+    if revert_on_exit and source.mode == "live":
+        from nettop.actions.tuner import Tuner
+
+        tuner = Tuner()
+        tuner.revert_on_exit()
+    app = NettopApp(source, driver_class=diffing_driver(no_color), tuner=tuner)
     app.run()
     for status in app.recorded:
         print(f"nettop: recorded {status.samples} samples to {status.path}")

@@ -1,0 +1,499 @@
+"""Tuning from the live view: every action is a `nettop set` command line, prefilled from
+the selected queue, checked, confirmed when disruptive, applied off the UI thread.
+
+Why command lines: the operator learns one syntax for the screen and for scripts ("the
+same on ALL nodes" is then a copy of what the prompt showed), and every setting nettop
+can change is reachable without a form per setting. The queue panel's row gives the
+defaults (its IRQ, interface, queue, current masks); `k` opens a CPU mask editor for
+RPS/XPS because toggling CPUs is quicker than typing masks. The Tuner validates, writes,
+reads back, journals and reports each write as a Timeline event, so the charts mark it;
+undo/redo/journal and the before/after comparison work from the same journal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from nettop.actions.base import ActionError, Change, Plan, Result
+from nettop.actions.cli_set import add_subcommands, build_changes
+from nettop.actions.conflicts import find_conflicts
+from nettop.before_after import KEYS, LABELS, compare, figures, format_value
+from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
+from nettop.timeline import Event
+
+if TYPE_CHECKING:
+    from nettop.actions.tuner import Tuner
+    from nettop.tui.model import QueueRow
+
+BEFORE_AFTER_S = 30.0  # seconds compared on each side of a change in the live view
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ActionError(f"{message}; e.g. `set rps eth0 0 0-3` (see `nettop set --help`)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise ActionError((message or "").strip() or "see `nettop set --help`")
+
+
+def parse_set(text: str) -> list[Change]:
+    """The Changes of one `set ...` line ("set" may be left out); ActionError otherwise."""
+    words = shlex.split(text)
+    if words and words[0] == "nettop":
+        words = words[1:]
+    if words and words[0] == "set":
+        words = words[1:]
+    if not words:
+        raise ActionError("type what to set, e.g. `rps eth0 0 0-3` or `txqueuelen eth0 5000`")
+    parser = _Parser(prog="set", add_help=False)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    add_subcommands(sub)
+    args = parser.parse_args(["set", *words])
+    return build_changes(args)
+
+
+def mask_of(cpus: Sequence[int]) -> str:
+    """A CPU set as the hex mask the kernel prints for rps_cpus ("0" when empty)."""
+    return format(sum(1 << c for c in cpus), "x")
+
+
+def cpus_of_mask(mask: str | None) -> set[int]:
+    if not mask:
+        return set()
+    try:
+        return set(parse_cpu_mask(mask))
+    except ValueError:
+        return set()
+
+
+def default_command(action: str, row: QueueRow | None, cpus: Sequence[int]) -> str:
+    """The prefilled command line of a key, from the selected queue row."""
+    every = format_cpu_list(cpus) if cpus else "0"
+    if row is None:
+        return {"affinity": "irq IRQ CPUS", "spread": f"irq IFACE spread {every}"}.get(action, "")
+    if action == "affinity":
+        cur = format_cpu_list(row.affinity) if row.affinity else every
+        return f"irq {row.irqs[0]} {cur}" if row.irqs else "irq IRQ CPUS"  # software queues have none
+    if action == "spread":
+        return f"irq {row.ifname} spread {every}"
+    if action == "coalesce":
+        return f"coalesce {row.ifname} "
+    if action == "qdisc":
+        return f"qdisc {row.ifname} fq_codel"
+    return ""
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Disruptive changes ask first: y applies, n or escape cancels."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer(True)", "apply"),
+                                         Binding("n,escape", "answer(False)", "cancel")]
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        super().__init__(id="confirm")
+        self._lines = list(lines)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static("\n".join(self._lines), id="confirm-text")
+            yield Static("y applies, n or escape cancels", id="confirm-keys")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class MaskEditor(ModalScreen["str | None"]):
+    """Toggle the CPUs of an RPS or XPS mask: 0-9 toggle those CPUs, left/right and space
+    for any CPU, f all, c none, * this queue or all rx queues (RPS); enter applies."""
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("enter", "apply", "apply", priority=True), Binding("escape", "cancel", "cancel"),
+        Binding("left", "move(-1)", show=False), Binding("right", "move(1)", show=False),
+        Binding("space", "toggle_cursor", show=False), Binding("f", "fill", "all CPUs"),
+        Binding("c", "clear", "none"), Binding("asterisk", "all_queues", "all queues"),
+        *(Binding(str(d), f"toggle({d})", show=False) for d in range(10)),
+    ]
+
+    def __init__(self, what: str, ifname: str, queue: int, cpus: Sequence[int], chosen: set[int]) -> None:
+        super().__init__(id="mask-editor")
+        self.what, self.ifname, self.queue = what, ifname, queue
+        self.cpus = list(cpus)
+        self.chosen = set(chosen) & set(self.cpus)
+        self.cursor = 0
+        self.all_queues = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="mask-box"):
+            yield Static("", id="mask-title")
+            yield Static("", id="mask-grid")
+            yield Static("0-9 / space toggle · ←→ move · f all · c none · * all queues · enter apply · esc cancel",
+                         id="mask-keys")
+
+    def on_mount(self) -> None:
+        self._draw()
+
+    def command(self) -> str:
+        queue = "all" if self.all_queues else str(self.queue)
+        # "0x": a bare "2" would be read as the CPU list "2", not the mask of CPU 1
+        return f"{self.what} {self.ifname} {queue} 0x{mask_of(sorted(self.chosen))}"
+
+    def _draw(self) -> None:
+        where = "every rx queue" if self.all_queues else f"{'rx' if self.what == 'rps' else 'tx'}-{self.queue}"
+        chosen = format_cpu_list(sorted(self.chosen)) if self.chosen else "none (off)"
+        self.query_one("#mask-title", Static).update(
+            f"{self.what}_cpus of {self.ifname} {where}: CPUs {chosen} = mask {mask_of(sorted(self.chosen))}")
+        grid = Text()
+        for i, cpu in enumerate(self.cpus):
+            mark = "■" if cpu in self.chosen else "·"
+            grid.append(f"{cpu:>3}{mark}", style="reverse" if i == self.cursor else "")
+            if i % 16 == 15:
+                grid.append("\n")
+        self.query_one("#mask-grid", Static).update(grid)
+
+    def action_toggle(self, cpu: int) -> None:
+        if cpu in self.cpus:
+            self.chosen ^= {cpu}
+            self._draw()
+
+    def action_toggle_cursor(self) -> None:
+        if self.cpus:
+            self.action_toggle(self.cpus[self.cursor])
+
+    def action_move(self, step: int) -> None:
+        if self.cpus:
+            self.cursor = (self.cursor + step) % len(self.cpus)
+            self._draw()
+
+    def action_fill(self) -> None:
+        self.chosen = set(self.cpus)
+        self._draw()
+
+    def action_clear(self) -> None:
+        self.chosen = set()
+        self._draw()
+
+    def action_all_queues(self) -> None:
+        if self.what == "rps":
+            self.all_queues = not self.all_queues
+            self._draw()
+
+    def action_apply(self) -> None:
+        self.dismiss(self.command())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class JournalScreen(ModalScreen[None]):
+    """The tuning journal, newest last: up/down pick, b compares before/after, x reverts
+    everything nettop changed in this journal, escape closes."""
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("escape,j,q", "close", "close"), Binding("up", "move(-1)", show=False),
+        Binding("down", "move(1)", show=False), Binding("b", "before_after", "before/after"),
+        Binding("x", "revert_all", "revert all"),
+    ]
+
+    def __init__(self, lines: Sequence[tuple[float, str]], on_compare: Callable[[float, str], None],
+                 on_revert: Callable[[], None], drift: Sequence[str] = ()) -> None:
+        super().__init__(id="journal")
+        self.lines = list(lines)
+        self.cursor = max(0, len(self.lines) - 1)
+        self._on_compare, self._on_revert = on_compare, on_revert
+        self._drift = list(drift)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="journal-box"):
+            yield Static("", id="journal-list")
+            yield Static("\n".join(f"drift: {d}" for d in self._drift), id="journal-drift")
+            yield Static("↑↓ pick · b before/after · x revert all · esc close", id="journal-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#journal-drift").display = bool(self._drift)
+        self._draw()
+
+    def _draw(self) -> None:
+        text = Text()
+        if not self.lines:
+            text.append("no changes yet")
+        for i, (_, line) in enumerate(self.lines):
+            text.append(line + "\n", style="reverse" if i == self.cursor else "")
+        self.query_one("#journal-list", Static).update(text)
+
+    def action_move(self, step: int) -> None:
+        if self.lines:
+            self.cursor = max(0, min(len(self.lines) - 1, self.cursor + step))
+            self._draw()
+
+    def action_before_after(self) -> None:
+        if self.lines:
+            t, line = self.lines[self.cursor]
+            self._on_compare(t, line)
+
+    def action_revert_all(self) -> None:
+        self.dismiss(None)
+        self._on_revert()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class BeforeAfterScreen(ModalScreen[None]):
+    """The seconds before a change next to the seconds after it."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,b,q", "close", "close")]
+
+    def __init__(self, title: str, rows: Sequence[tuple[str, str, str, str]], note: str) -> None:
+        super().__init__(id="before-after")
+        self._title, self._rows, self._note = title, list(rows), note
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ba-box"):
+            yield Static(self._title, id="ba-title")
+            text = Text()
+            text.append(f"{'':<22}{'before':>16}{'after':>16}{'change':>9}\n", style="bold")
+            for label, before, after, change in self._rows:
+                text.append(f"{label:<22}{before:>16}{after:>16}{change:>9}\n")
+            yield Static(text, id="ba-table")
+            yield Static(self._note, id="ba-note")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def before_after_rows(points: Sequence[Any], t_wall: float, window_s: float) -> tuple[list[tuple[str, str, str, str]], str]:
+    """Rows of the before/after screen from timeline points, and a note on the windows."""
+    series = [figures(p.snapshot, p.rates) for p in points if p.rates is not None]
+    c = compare(series, t_wall, window_s)
+    rows = []
+    for key in KEYS:
+        pct = c.change_pct(key)
+        rows.append((LABELS[key], format_value(key, c.before[key]), format_value(key, c.after[key]),
+                     "–" if pct is None else f"{pct:+.0f}%"))
+    note = (f"averages of {c.n_before} intervals before and {c.n_after} after "
+            f"(up to {window_s:g} s each side; RTT: worst)")
+    if c.n_after == 0:
+        note += " · no interval after the change yet: wait a few seconds and press b again"
+    return rows, note
+
+
+TUNING_BINDINGS = [
+    Binding("a", "tune('affinity')", "affinity", show=False,
+            tooltip="move the selected queue's IRQ to a CPU list or mask (shows requested and effective)"),
+    Binding("A", "tune('spread')", "spread", show=False,
+            tooltip="spread the interface's queue IRQs one per CPU (or `hint`, `numa` instead of spread)"),
+    Binding("k", "mask_editor", "RPS/XPS", show=False,
+            tooltip="RPS (rx queue) or XPS (tx queue) mask editor for the selected queue"),
+    Binding("c", "tune('coalesce')", "coalesce", show=False,
+            tooltip="interrupt coalescing of the selected interface (only what its driver offers)"),
+    Binding("d", "tune('qdisc')", "qdisc", show=False,
+            tooltip="replace the root qdisc: pfifo_fast fq_codel fq cake pfifo bfifo tbf mq [children=KIND] KEY=VALUE..."),
+    Binding("o", "tune('other')", "set…", show=False,
+            tooltip="any `nettop set` command: txqueuelen mtu bql rings channels features rfs sysctl ..."),
+    Binding("u", "undo", "undo", show=False, tooltip="undo the last tuning change"),
+    Binding("U", "redo", "redo", show=False, tooltip="redo the last undone tuning change"),
+    Binding("j", "journal", "journal", show=False,
+            tooltip="the tuning journal: pick a change, b before/after, x revert all"),
+    Binding("b", "before_after", "before/after", show=False,
+            tooltip="compare the seconds before and after the newest tuning change"),
+]
+TUNING_ACTIONS = frozenset({"tune", "mask_editor", "undo", "redo", "journal", "before_after"})
+
+
+class TuningMixin:
+    """The app's tuning keys. Needs from the app: `tuner`, `source`, `latest`,
+    `replaying`, `selected_queue()`, `notify`, `push_screen`, `call_from_thread`."""
+
+    tuner: Tuner | None
+    replaying: bool
+
+    def tuning_disabled(self) -> str | None:
+        if self.replaying:
+            return "replay: tuning is disabled (this is a recording)"
+        tuner = self.get_tuner()
+        if tuner is None:
+            return "tuning is not available here"
+        if tuner.read_only:
+            return tuner.read_only
+        if self.source.mode != "live":  # type: ignore[attr-defined]
+            return "this view reads a captured /proc + /sys tree, not this kernel: nothing to tune here"
+        return None
+
+    def get_tuner(self) -> Tuner | None:
+        if self.tuner is None and not self.replaying:
+            from nettop.actions.tuner import Tuner
+
+            self.tuner = Tuner()
+        if self.tuner is not None and self.tuner.on_event is None:
+            self.tuner.on_event = self._tuning_event
+        return self.tuner
+
+    def _tuning_event(self, event: Event) -> None:
+        self.source.timeline.add_event(event)  # type: ignore[attr-defined]
+
+    def _refuse(self) -> bool:
+        why = self.tuning_disabled()
+        if why:
+            self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
+            return True
+        return False
+
+    def _online(self) -> list[int]:
+        latest = self.latest  # type: ignore[attr-defined]
+        return list(latest.snapshot.online_cpus) if latest is not None else []
+
+    def action_tune(self, action: str) -> None:
+        if self._refuse():
+            return
+        from nettop.tui.screens import Prompt
+
+        row = self.selected_queue()  # type: ignore[attr-defined]
+        text = default_command(action, row, self._online())
+        hint = {"coalesce": self._coalesce_hint(row), "qdisc": "kinds: pfifo_fast fq_codel fq cake pfifo bfifo tbf mq"}
+        title = f"nettop set … ({hint[action]})" if hint.get(action) else "nettop set …"
+
+        def check(answer: str) -> str | None:
+            try:
+                parse_set(answer)
+            except ActionError as exc:
+                return str(exc)
+            except ValueError as exc:
+                return f"cannot read that line: {exc}"
+            return None
+
+        self.push_screen(Prompt(title, text, "e.g. rps eth0 0 0-3", check=check, id="tune-prompt"),  # type: ignore[attr-defined]
+                         callback=lambda answer: answer and self.run_tuning(answer))
+
+    def _coalesce_hint(self, row: QueueRow | None) -> str | None:
+        if row is None:
+            return None
+        from nettop.actions.ethtool import offered
+
+        try:
+            cur = offered("coalesce", row.ifname)
+        except ActionError as exc:
+            return str(exc)
+        return "now " + " ".join(f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in cur.items())
+
+    def action_mask_editor(self) -> None:
+        if self._refuse():
+            return
+        row = self.selected_queue()  # type: ignore[attr-defined]
+        if row is None:
+            self.notify("select a queue in the queues panel first (1, then ↑↓)", timeout=5)  # type: ignore[attr-defined]
+            return
+        what = "xps" if row.kind == "tx" else "rps"
+        current = row.xps if what == "xps" else row.rps
+        self.push_screen(MaskEditor(what, row.ifname, row.index, self._online(), cpus_of_mask(current)),  # type: ignore[attr-defined]
+                         callback=lambda answer: answer and self.run_tuning(answer))
+
+    @work(thread=True, group="tuning", exit_on_error=False)
+    def run_tuning(self, text: str, confirmed: bool = False) -> None:
+        """Plan and apply one command on a worker thread; results come back as notices."""
+        tuner = self.get_tuner()
+        assert tuner is not None
+        try:
+            plans = tuner.plan(parse_set(text))
+            if any(p.confirm for p in plans) and not confirmed:
+                self.call_from_thread(self._ask, text, plans)  # type: ignore[attr-defined]
+                return
+            results = tuner.apply(plans, confirmed=True)
+            warnings = [c.message for c in find_conflicts({p.setting.kind for p in plans})]
+        except ActionError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
+            return
+        self.call_from_thread(self._applied, results, warnings)  # type: ignore[attr-defined]
+
+    def _ask(self, text: str, plans: list[Plan]) -> None:
+        lines = [f"set {p.text}" for p in plans] + [f"⚠ {p.confirm}" for p in plans if p.confirm]
+        self.push_screen(ConfirmScreen(lines),  # type: ignore[attr-defined]
+                         callback=lambda yes: yes and self.run_tuning(text, confirmed=True))
+
+    def _applied(self, results: list[Result], warnings: list[str]) -> None:
+        self.last_results = results
+        for r in results:
+            ok = r.verified and not r.error
+            self.notify(r.line(), severity="information" if ok else "warning", timeout=8)  # type: ignore[attr-defined]
+        for w in warnings:
+            self.notify(w, severity="warning", timeout=10)  # type: ignore[attr-defined]
+        self.redraw()  # type: ignore[attr-defined]
+
+    def action_undo(self) -> None:
+        if not self._refuse():
+            self._step("undo")
+
+    def action_redo(self) -> None:
+        if not self._refuse():
+            self._step("redo")
+
+    @work(thread=True, group="tuning", exit_on_error=False)
+    def _step(self, which: str) -> None:
+        tuner = self.get_tuner()
+        assert tuner is not None
+        try:
+            results = tuner.undo() if which == "undo" else tuner.redo()
+        except ActionError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
+            return
+        if not results:
+            self.call_from_thread(self.notify, f"nothing to {which}", timeout=4)  # type: ignore[attr-defined]
+            return
+        self.call_from_thread(self._applied, results, [])  # type: ignore[attr-defined]
+
+    @work(thread=True, group="tuning", exit_on_error=False)
+    def _revert_all(self) -> None:
+        tuner = self.get_tuner()
+        assert tuner is not None
+        try:
+            results = tuner.revert_all()
+        except ActionError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
+            return
+        self.call_from_thread(self._applied, results, [f"skipped: {s}" for s in tuner.skipped])  # type: ignore[attr-defined]
+
+    def _tuning_events(self) -> list[Event]:
+        return [e for e in self.source.timeline.events() if e.kind == "tuning"]  # type: ignore[attr-defined]
+
+    def action_journal(self) -> None:
+        self._open_journal(self.replaying)
+
+    @work(thread=True, group="tuning", exit_on_error=False)
+    def _open_journal(self, replaying: bool) -> None:
+        """Reading back what nettop set (for drift) touches the kernel, and pyroute2's
+        blocking calls run their own event loop: so off the UI thread, like every write."""
+        events = [(e.t_wall, e.text) for e in self._tuning_events()]
+        drift: list[str] = []
+        tuner = None if replaying else self.get_tuner()
+        if tuner is not None and not tuner.read_only:
+            try:
+                drift = [d.line() for d in tuner.drift()]
+            except ActionError as exc:
+                drift = [str(exc)]
+        screen = JournalScreen(events, self._show_before_after,
+                               (lambda: None if self._refuse() else self._revert_all()), drift)
+        self.call_from_thread(self.push_screen, screen)  # type: ignore[attr-defined]
+
+    def action_before_after(self) -> None:
+        events = self._tuning_events()
+        if not events:
+            self.notify("no tuning change on the timeline yet", timeout=4)  # type: ignore[attr-defined]
+            return
+        self._show_before_after(events[-1].t_wall, events[-1].text)
+
+    def _show_before_after(self, t_wall: float, text: str) -> None:
+        rows, note = before_after_rows(self.source.timeline.points(), t_wall, BEFORE_AFTER_S)  # type: ignore[attr-defined]
+        self.push_screen(BeforeAfterScreen(text, rows, note))  # type: ignore[attr-defined]
+
+
+__all__ = ["BeforeAfterScreen", "ConfirmScreen", "JournalScreen", "MaskEditor", "TUNING_ACTIONS", "TUNING_BINDINGS",
+           "TuningMixin", "before_after_rows", "default_command", "parse_set"]
