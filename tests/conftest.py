@@ -14,6 +14,9 @@ import lab as _lab  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 
+# tests/vm runs inside the VM tier's guest only (test_vm_tier.py boots it and sets this)
+collect_ignore = [] if os.environ.get("NETTOP_IN_VM") else ["vm"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _sweep_lab_leftovers():

@@ -55,7 +55,7 @@ def sweep_leftovers() -> None:
             run(["ip", "netns", "del", ns], check=False)
     links = run(["ip", "-j", "link", "show", "type", "veth"], check=False).stdout or "[]"
     try:
-        ifnames = [link["ifname"] for link in json.loads(links)]
+        ifnames = [link["ifname"] for link in json.loads(links) if "ifname" in link]  # [{}] without veth
     except ValueError:
         ifnames = []
     for name in ifnames:

@@ -229,7 +229,8 @@ class RootQdisc(Setting):
         if requested["kind"] == "mq" and after.get("children") != requested.get("children"):
             return False
         got = after.get("params") or {}
-        return all(got.get(k) in (None, v) for k, v in requested.get("params", {}).items()
+        kind = requested.get("children") if requested["kind"] == "mq" else requested["kind"]
+        return all(_same(kind, k, v, got.get(k)) for k, v in requested.get("params", {}).items()
                    if k not in ("burst",))
 
     def confirm_reason(self, before: Value, value: Value) -> str | None:
@@ -258,6 +259,19 @@ class RootQdisc(Setting):
         if exc.errno == errno.EINVAL:
             return f"qdisc {self.ifname}: the kernel refused these parameters (EINVAL); check them against `man tc-<kind>`"
         return super(RootQdisc, self).explain(exc)
+
+
+def _same(kind: str | None, key: str, requested: Any, got: Any) -> bool:
+    """A read-back parameter equals the request, as the kernel can store it.
+
+    CoDel keeps target/interval in 1024 ns units and prints them back in whole µs, so
+    2000 µs reads back as 1999: up to 2 µs below the request is the same value.
+    """
+    if got is None or got == requested:
+        return True
+    if kind == "fq_codel" and key in ("target", "interval") and isinstance(got, int):
+        return requested - 2 <= got <= requested
+    return False
 
 
 def _tc_args(kind: str, params: dict[str, Any]) -> dict[str, Any]:
