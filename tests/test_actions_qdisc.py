@@ -113,3 +113,45 @@ def test_mq_on_a_single_queue_device_is_refused_and_the_kernel_agrees(tmp_path):
         assert s.read() == before
     finally:
         run(["ip", "link", "del", name], check=False)
+
+
+@pytest.mark.parametrize("kind,key,text,value", [
+    ("fq_codel", "target", "5ms", 5000), ("fq_codel", "interval", "100ms", 100_000),
+    ("fq_codel", "target", "250us", 250), ("fq_codel", "target", "2000", 2000),
+    ("tbf", "rate", "1gbit", 125_000_000), ("tbf", "rate", "125kbps", 125_000), ("tbf", "rate", "1250", 1250),
+    ("cake", "bandwidth", "100mbit", 100_000_000), ("fq", "maxrate", "1.5gbit", 187_500_000),
+    ("tbf", "burst", "32k", 32_768), ("bfifo", "limit", "1m", 1 << 20), ("pfifo", "limit", "0x10", 16),
+])
+def test_qdisc_parameters_take_tcs_units(kind, key, text, value):
+    from nettop.actions.qdisc import parse_param
+
+    assert parse_param(kind, key, text) == value
+
+
+@pytest.mark.parametrize("kind,key,text,hint", [
+    ("pfifo", "limit", "10k", "give a whole number"),  # packets: no unit makes sense
+    ("fq_codel", "target", "5 parsecs", "give microseconds, or 5ms / 100us / 1s"),
+    ("cake", "bandwidth", "fast", "give bit/s, or 100mbit / 1gbit / 125kbps"),
+    ("tbf", "rate", "10ms", "give bytes/s, or 100mbit / 1gbit / 125kbps"),
+])
+def test_a_parameter_in_the_wrong_unit_names_the_units_it_takes(kind, key, text, hint):
+    from nettop.actions.qdisc import parse_param
+
+    with pytest.raises(ActionError) as exc:
+        parse_param(kind, key, text)
+    assert str(exc.value) == f"{kind} {key}={text!r}: {hint}"
+
+
+def test_tbf_with_tc_units_reads_back_as_tc_prints_it(veth_lab, tmp_path):
+    import json
+
+    from lab import run
+
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    res = t.apply(t.plan([Change(RootQdisc(veth_lab.host_if),
+                                 {"kind": "tbf", "params": {"rate": "100mbit", "burst": "32k"}})]), confirmed=True)
+    assert res[0].verified, res[0].line()
+    root = next(q for q in json.loads(run(["tc", "-j", "qdisc", "show", "dev", veth_lab.host_if]).stdout)
+                if q.get("root"))
+    assert root["kind"] == "tbf" and root["options"]["rate"] == 12_500_000  # tc -j: bytes/s
+    t.undo()

@@ -461,3 +461,34 @@ async def test_a_moves_an_irq_and_the_notice_says_requested_and_effective(lab):
     finally:
         with open(path, "w") as f:
             f.write(original)
+
+
+async def test_moving_an_irq_while_irqbalance_runs_offers_to_ban_it(lab, monkeypatch):
+    """irqbalance is not installed here, so "running" is the one thing stood in; the ban
+    itself really looks for irqbalance's socket and says, in one line, that none is there."""
+    import nettop.tui.tuning as tuning
+
+    t, pilot = lab, lab.pilot
+    irq = _irq_named("virtio0-deflate") or _irq_named("virtio0-inflate")
+    if irq is None:
+        pytest.skip("no virtio balloon IRQ to move on this machine")
+    monkeypatch.setattr(tuning, "irqbalance_running", lambda: True)
+    path = f"/proc/irq/{irq}/smp_affinity_list"
+    original = sysfs(path)
+    try:
+        await pilot.press("o")
+        await pilot.pause()
+        t.app.screen.query_one("#prompt-input").value = f"irq {irq} 1"
+        await pilot.press("enter")
+        await settle(t)
+        confirm = t.app.screen
+        assert isinstance(confirm, ConfirmScreen) and confirm.allow_ban
+        assert "irqbalance is running" in str(confirm.query_one("#confirm-text").render())
+        assert sysfs(path) == original  # nothing before the answer
+        await pilot.press("b")
+        await settle(t)
+        assert sysfs(path) == "1"  # moved and journaled, even though the ban found no irqbalance
+        assert any("no running irqbalance" in n for n in notices(t.app)), notices(t.app)
+    finally:
+        with open(path, "w") as f:
+            f.write(original)

@@ -73,6 +73,49 @@ def _register_plugins() -> None:
     _registered = True
 
 
+# tc's units, so `fq_codel target=5ms` and `tbf rate=1gbit burst=32k` mean what `tc` means
+_TIME_KEYS = {("fq_codel", "target"), ("fq_codel", "interval")}  # kernel: microseconds
+_RATE_KEYS = {("tbf", "rate"): "bytes", ("fq", "maxrate"): "bytes", ("cake", "bandwidth"): "bits"}
+_SIZE_KEYS = {("tbf", "burst"), ("tbf", "limit"), ("bfifo", "limit"), ("fq", "quantum"),
+              ("fq", "initial_quantum"), ("fq_codel", "quantum")}  # kernel: bytes
+_TIME = {"s": 1_000_000, "sec": 1_000_000, "ms": 1000, "msec": 1000, "us": 1, "usec": 1}
+_BITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
+_BYTES_PER_S = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+_SIZE = {"b": 1, "k": 1024, "kb": 1024, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def parse_param(kind: str, key: str, value: Any) -> int:
+    """A qdisc parameter in the kernel's unit, from a bare number (already that unit) or
+    tc's notation: times 5ms/100us/1s, rates 100mbit/1gbit (bits) or 125kbps (bytes),
+    sizes 32k/1m (1024-based, as tc). ActionError naming the key and the units otherwise."""
+    text = str(value).strip().lower()
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    import re
+
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)", text)
+    number, unit = (float(m.group(1)), m.group(2)) if m else (None, "")
+    if number is not None and (kind, key) in _TIME_KEYS and unit in _TIME:
+        return round(number * _TIME[unit])
+    if number is not None and (kind, key) in _RATE_KEYS:
+        bits = number * _BITS[unit] if unit in _BITS else number * 8 * _BYTES_PER_S[unit] if unit in _BYTES_PER_S else None
+        if bits is not None:
+            return round(bits if _RATE_KEYS[(kind, key)] == "bits" else bits / 8)
+    if number is not None and (kind, key) in _SIZE_KEYS and unit in _SIZE:
+        return round(number * _SIZE[unit])
+    if (kind, key) in _TIME_KEYS:
+        hint = "microseconds, or 5ms / 100us / 1s"
+    elif (kind, key) in _RATE_KEYS:
+        hint = ("bit/s" if _RATE_KEYS[(kind, key)] == "bits" else "bytes/s") + ", or 100mbit / 1gbit / 125kbps"
+    elif (kind, key) in _SIZE_KEYS:
+        hint = "bytes, or 32k / 1m"
+    else:
+        hint = "a whole number"
+    raise ActionError(f"{kind} {key}={value!r}: give {hint}")
+
+
 def _options(kind: str, opts: Any) -> dict[str, Any]:
     """The parameters nettop tracks, from a dumped qdisc's decoded TCA_OPTIONS."""
     if opts is None or isinstance(opts, str):
@@ -152,10 +195,7 @@ class RootQdisc(Setting):
             allowed = ", ".join(PARAMS[pkind]) or "none"
             raise ActionError(f"{pkind} has no parameter {', '.join(bad)} (it takes: {allowed})")
         for k, v in params.items():
-            try:
-                params[k] = int(v)
-            except (TypeError, ValueError):
-                raise ActionError(f"{kind} {k}={v!r}: give a whole number") from None
+            params[k] = parse_param(pkind, k, v)
             if params[k] < 0 or params[k] > 2**32 - 1:
                 raise ActionError(f"{kind} {k}={v}: out of range (0 to 4294967295)", errno.ERANGE)
         if pkind == "tbf" and not (params.get("rate") and params.get("burst")):

@@ -26,7 +26,7 @@ from textual.widgets import Static
 
 from nettop.actions.base import ActionError, Change, Plan, Result
 from nettop.actions.cli_set import add_subcommands, build_changes
-from nettop.actions.conflicts import find_conflicts
+from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.before_after import KEYS, LABELS, compare, figures, format_value
 from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
 from nettop.timeline import Event
@@ -34,6 +34,14 @@ from nettop.timeline import Event
 if TYPE_CHECKING:
     from nettop.actions.tuner import Tuner
     from nettop.tui.model import QueueRow
+
+def irqbalance_running() -> bool:
+    """Whether irqbalance runs now (asked once per IRQ change, off the UI thread)."""
+    from nettop.collectors.host_config import IrqbalanceCache
+    from nettop.sysroot import LIVE
+
+    return IrqbalanceCache().running(LIVE)
+
 
 BEFORE_AFTER_S = 30.0  # seconds compared on each side of a change in the live view
 
@@ -60,6 +68,14 @@ def parse_set(text: str) -> list[Change]:
     add_subcommands(sub)
     args = parser.parse_args(["set", *words])
     return build_changes(args)
+
+
+def wants_ban(text: str) -> bool:
+    """Whether a `set` line asks to ban its moved IRQs from irqbalance (`--ban`)."""
+    try:
+        return "--ban" in shlex.split(text)
+    except ValueError:
+        return False
 
 
 def mask_of(cpus: Sequence[int]) -> str:
@@ -93,23 +109,32 @@ def default_command(action: str, row: QueueRow | None, cpus: Sequence[int]) -> s
     return ""
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """Disruptive changes ask first: y applies, n or escape cancels."""
+class ConfirmScreen(ModalScreen["str | None"]):
+    """Disruptive changes ask first: y applies, n or escape cancels. When irqbalance runs
+    and IRQs move, b applies and bans them from irqbalance through its socket, so it does
+    not move them back seconds later."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer(True)", "apply"),
-                                         Binding("n,escape", "answer(False)", "cancel")]
+    BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer('yes')", "apply"),
+                                         Binding("b", "answer('ban')", "apply + ban", show=False),
+                                         Binding("n,escape", "answer(None)", "cancel")]
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], allow_ban: bool = False) -> None:
         super().__init__(id="confirm")
         self._lines = list(lines)
+        self.allow_ban = allow_ban
 
     def compose(self) -> ComposeResult:
+        keys = "y applies, n or escape cancels"
+        if self.allow_ban:
+            keys = "y applies · b applies and bans the IRQs from irqbalance · n or escape cancels"
         with Vertical(id="confirm-box"):
             yield Static("\n".join(self._lines), id="confirm-text")
-            yield Static("y applies, n or escape cancels", id="confirm-keys")
+            yield Static(keys, id="confirm-keys")
 
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+    def action_answer(self, answer: str | None) -> None:
+        if answer == "ban" and not self.allow_ban:
+            return
+        self.dismiss(answer)
 
 
 class MaskEditor(ModalScreen["str | None"]):
@@ -359,7 +384,8 @@ class TuningMixin:
 
         row = self.selected_queue()  # type: ignore[attr-defined]
         text = default_command(action, row, self._online())
-        hint = {"coalesce": self._coalesce_hint(row), "qdisc": "kinds: pfifo_fast fq_codel fq cake pfifo bfifo tbf mq"}
+        hint = {"coalesce": self._coalesce_hint(row),
+                "qdisc": "pfifo_fast fq_codel fq cake pfifo bfifo tbf mq; e.g. tbf rate=1gbit burst=32k"}
         title = f"nettop set … ({hint[action]})" if hint.get(action) else "nettop set …"
 
         def check(answer: str) -> str | None:
@@ -398,26 +424,42 @@ class TuningMixin:
                          callback=lambda answer: answer and self.run_tuning(answer))
 
     @work(thread=True, group="tuning", exit_on_error=False)
-    def run_tuning(self, text: str, confirmed: bool = False) -> None:
+    def run_tuning(self, text: str, confirmed: bool = False, ban: bool = False) -> None:
         """Plan and apply one command on a worker thread; results come back as notices."""
         tuner = self.get_tuner()
         assert tuner is not None
+        ban = ban or wants_ban(text)
         try:
             plans = tuner.plan(parse_set(text))
-            if any(p.confirm for p in plans) and not confirmed:
-                self.call_from_thread(self._ask, text, plans)  # type: ignore[attr-defined]
+            irqs = [p.setting.irq for p in plans if p.setting.kind == "irq_affinity"]  # type: ignore[attr-defined]
+            balancing = bool(irqs) and irqbalance_running()
+            if not confirmed and (any(p.confirm for p in plans) or (balancing and not ban)):
+                self.call_from_thread(self._ask, text, plans, balancing)  # type: ignore[attr-defined]
                 return
             results = tuner.apply(plans, confirmed=True)
-            warnings = [c.message for c in find_conflicts({p.setting.kind for p in plans})]
         except ActionError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
             return
+        warnings = []
+        banned = False
+        if ban and irqs:
+            try:
+                path = ban_irqs(irqs)
+                banned = True
+                warnings.append(f"irqbalance will leave IRQ {', '.join(map(str, irqs))} alone (banned through {path})")
+            except ActionError as exc:  # the change is made and journaled all the same
+                warnings.append(str(exc))
+        warnings += [c.message for c in find_conflicts({p.setting.kind for p in plans})
+                     if not (banned and c.what == "irqbalance")]
         self.call_from_thread(self._applied, results, warnings)  # type: ignore[attr-defined]
 
-    def _ask(self, text: str, plans: list[Plan]) -> None:
+    def _ask(self, text: str, plans: list[Plan], balancing: bool = False) -> None:
         lines = [f"set {p.text}" for p in plans] + [f"⚠ {p.confirm}" for p in plans if p.confirm]
-        self.push_screen(ConfirmScreen(lines),  # type: ignore[attr-defined]
-                         callback=lambda yes: yes and self.run_tuning(text, confirmed=True))
+        if balancing:
+            lines.append("⚠ irqbalance is running and will move these IRQs back within seconds")
+        self.push_screen(ConfirmScreen(lines, allow_ban=balancing),  # type: ignore[attr-defined]
+                         callback=lambda answer: answer and self.run_tuning(text, confirmed=True,
+                                                                            ban=answer == "ban"))
 
     def _applied(self, results: list[Result], warnings: list[str]) -> None:
         self.last_results = results
