@@ -158,7 +158,7 @@ def test_fq_and_cake_replace_the_root(nsim, tuner):
 
 
 def test_mq_with_an_fq_codel_child_per_tx_queue(nsim, tuner):
-    tuner.apply(tuner.plan(changes("qdisc", nsim, "mq", "children=fq_codel", "target=3000")), confirmed=True)
+    tuner.apply(tuner.plan(changes("qdisc", nsim, "mq", "children=fq_codel", "target=3ms")), confirmed=True)
     qdiscs = json.loads(sh("tc", "-j", "qdisc", "show", "dev", nsim))
     assert tc_root(nsim)["kind"] == "mq"
     kids = [q for q in qdiscs if not q.get("root")]
