@@ -492,3 +492,27 @@ async def test_moving_an_irq_while_irqbalance_runs_offers_to_ban_it(lab, monkeyp
     finally:
         with open(path, "w") as f:
             f.write(original)
+
+
+@pytest.mark.parametrize("mode,root,reason", [
+    ("replay", True, "replay: tuning is disabled"),
+    ("read-only", False, "nettop runs without root"),
+])
+async def test_help_shows_the_tuning_keys_disabled_with_the_reason(mode, root, reason):
+    from nettop.tui.screens import HelpScreen
+
+    src = ScriptedSource(mode=mode, is_root=root)
+    tuner = None if mode == "replay" else Tuner(Journal("/nonexistent/never-written"),
+                                                read_only="nettop runs without root, so tuning is read-only")
+    app = NettopApp(src, tuner=tuner)
+    async with app.run_test(size=SIZE) as pilot:
+        src.push(synthetic(0))
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-keys").render())
+        rows = [line for line in text.splitlines() if "[disabled: " in line]
+        assert rows and all(reason in line for line in rows)
+        assert any("RPS (rx queue) or XPS" in line for line in rows)
+        assert not any("pause" in line for line in rows)  # only the tuning keys

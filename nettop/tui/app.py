@@ -42,7 +42,7 @@ from nettop.tui.source import Source
 from nettop.tui.tables import (
     BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
 )
-from nettop.tui.tuning import TUNING_BINDINGS, TuningMixin
+from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
 
 INTERVAL_STEPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -539,7 +539,12 @@ class NettopApp(TuningMixin, App[None]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(self.active_bindings_list()))
+        why = self.tuning_disabled()
+
+        def why_disabled(action: str) -> str | None:
+            return why if action.split("(")[0] in TUNING_ACTIONS else None
+
+        self.push_screen(HelpScreen(self.active_bindings_list(), why_disabled))
 
     def action_pause(self) -> None:
         self.source.paused = not self.source.paused

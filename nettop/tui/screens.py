@@ -29,12 +29,18 @@ LEGEND = (
 KEY_NAMES = {"plus": "+", "equals_sign": "=", "minus": "-", "question_mark": "?"}
 
 
-def key_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
+def key_rows(bindings: Iterable[Binding],
+             why_disabled: Callable[[str], str | None] | None = None) -> list[tuple[str, str]]:
     """(keys, what they do), one row per action, in binding order; the long text is the
-    binding's tooltip, else its footer description."""
+    binding's tooltip, else its footer description. `why_disabled(action)` gives the
+    reason a key does nothing here (tuning in a replay or without root), shown with it."""
     rows: dict[str, tuple[list[str], str]] = {}
     for b in bindings:
-        keys, _ = rows.setdefault(b.action, ([], b.tooltip or b.description or b.action))
+        desc = b.tooltip or b.description or b.action
+        why = why_disabled(b.action) if why_disabled else None
+        if why:
+            desc += f" [disabled: {why}]"
+        keys, _ = rows.setdefault(b.action, ([], desc))
         for k in b.key.split(","):
             shown = KEY_NAMES.get(k.strip(), k.strip())
             if shown not in keys:
@@ -45,9 +51,10 @@ def key_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "close help")]
 
-    def __init__(self, bindings: Iterable[Binding]) -> None:
+    def __init__(self, bindings: Iterable[Binding],
+                 why_disabled: Callable[[str], str | None] | None = None) -> None:
         super().__init__(id="help")
-        self._rows = key_rows(bindings) + list(BUILTIN_KEYS)
+        self._rows = key_rows(bindings, why_disabled) + list(BUILTIN_KEYS)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
