@@ -161,7 +161,6 @@ class NettopApp(TuningMixin, App[None]):
         super().__init__(driver_class=driver_class)
         self.source = source
         self.tuner = tuner  # nettop.actions.Tuner, made on the first tuning key when None
-        self.last_results: list[Any] = []
         self.window_s = window_s
         self.picked: frozenset[str] | None = None
         self.sort_mode = QueueTable.SORTS[0]

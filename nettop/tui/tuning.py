@@ -29,18 +29,18 @@ from nettop.actions.cli_set import add_subcommands, build_changes
 from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.before_after import KEYS, LABELS, compare, figures, format_value
 from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
+from nettop.collectors.host_config import IrqbalanceCache
+from nettop.sysroot import LIVE
 from nettop.timeline import Event
 
 if TYPE_CHECKING:
     from nettop.actions.tuner import Tuner
     from nettop.tui.model import QueueRow
 
-def irqbalance_running() -> bool:
-    """Whether irqbalance runs now (asked once per IRQ change, off the UI thread)."""
-    from nettop.collectors.host_config import IrqbalanceCache
-    from nettop.sysroot import LIVE
-
-    return IrqbalanceCache().running(LIVE)
+def irqbalance_running(cache: IrqbalanceCache) -> bool:
+    """Whether irqbalance runs now (asked once per IRQ change, off the UI thread). The
+    same cache then answers `find_conflicts`, so /proc is scanned once per change."""
+    return cache.running(LIVE)
 
 
 BEFORE_AFTER_S = 30.0  # seconds compared on each side of a change in the live view
@@ -432,7 +432,8 @@ class TuningMixin:
         try:
             plans = tuner.plan(parse_set(text))
             irqs = [p.setting.irq for p in plans if p.setting.kind == "irq_affinity"]  # type: ignore[attr-defined]
-            balancing = bool(irqs) and irqbalance_running()
+            balance = IrqbalanceCache()
+            balancing = bool(irqs) and irqbalance_running(balance)
             if not confirmed and (any(p.confirm for p in plans) or (balancing and not ban)):
                 self.call_from_thread(self._ask, text, plans, balancing)  # type: ignore[attr-defined]
                 return
@@ -449,7 +450,7 @@ class TuningMixin:
                 warnings.append(f"irqbalance will leave IRQ {', '.join(map(str, irqs))} alone (banned through {path})")
             except ActionError as exc:  # the change is made and journaled all the same
                 warnings.append(str(exc))
-        warnings += [c.message for c in find_conflicts({p.setting.kind for p in plans})
+        warnings += [c.message for c in find_conflicts({p.setting.kind for p in plans}, irqbalance=balance)
                      if not (banned and c.what == "irqbalance")]
         self.call_from_thread(self._applied, results, warnings)  # type: ignore[attr-defined]
 
@@ -462,7 +463,6 @@ class TuningMixin:
                                                                             ban=answer == "ban"))
 
     def _applied(self, results: list[Result], warnings: list[str]) -> None:
-        self.last_results = results
         for r in results:
             ok = r.verified and not r.error
             self.notify(r.line(), severity="information" if ok else "warning", timeout=8)  # type: ignore[attr-defined]
