@@ -36,6 +36,22 @@ def veth_lab():
 
 
 @pytest.fixture
+def deflate_irq():
+    """The virtio balloon's deflate (or inflate) IRQ: harmless to move; its affinity is
+    put back afterwards whatever the test did."""
+    irq = _lab.irq_named("virtio0-deflate") or _lab.irq_named("virtio0-inflate")
+    if irq is None:
+        pytest.skip("no virtio balloon IRQ to move on this machine")
+    path = f"/proc/irq/{irq}/smp_affinity_list"
+    original = _lab.sysfs(path)
+    try:
+        yield irq
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+
+
+@pytest.fixture
 def data_dir() -> Path:
     return DATA
 

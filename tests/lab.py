@@ -31,6 +31,28 @@ def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProces
     return subprocess.run(argv, check=check, capture_output=True, text=True, **kw)
 
 
+def sysfs(path: str) -> str:
+    """A sysfs/procfs file's value, stripped (what `cat` shows)."""
+    with open(path) as f:
+        return f.read().strip()
+
+
+def tc_root(ifname: str) -> dict:
+    """The root qdisc of an interface as `tc -j qdisc show` reports it."""
+    return next(q for q in json.loads(run(["tc", "-j", "qdisc", "show", "dev", ifname]).stdout)
+                if q.get("root"))
+
+
+def irq_named(name: str) -> int | None:
+    """The IRQ number whose /proc/interrupts line ends with this name, or None."""
+    with open("/proc/interrupts") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[-1] == name:
+                return int(parts[0].rstrip(":"))
+    return None
+
+
 def can_build_lab() -> str | None:
     """None when this process can build a lab, else the reason it cannot."""
     if os.geteuid() != 0:

@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from lab import run
+from lab import irq_named, run
 
 from nettop.actions import ActionError, Change, Journal, Tuner
 from nettop.actions.bql import BqlLimit
@@ -17,14 +17,6 @@ from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.rps_xps import RpsCpus, XpsCpus
 from nettop.actions.sysctl import Sysctl
-
-
-def irq_named(name: str) -> int | None:
-    with open("/proc/interrupts") as f:
-        for line in f:
-            if line.split() and line.split()[-1] == name:
-                return int(line.split(":")[0])
-    return None
 
 
 def journal_text(t: Tuner) -> str:

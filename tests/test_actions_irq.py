@@ -12,31 +12,9 @@ from nettop.actions.tuner import KernelRefused
 from nettop.actions.irq import IrqAffinity, parse_cpus, spread
 
 
-def irq_named(name: str) -> int | None:
-    with open("/proc/interrupts") as f:
-        for line in f:
-            parts = line.split()
-            if parts and parts[-1] == name:
-                return int(parts[0].rstrip(":"))
-    return None
-
-
 def read(irq: int, name: str = "smp_affinity_list") -> str:
     with open(f"/proc/irq/{irq}/{name}") as f:
         return f.read().strip()
-
-
-@pytest.fixture
-def deflate_irq():
-    irq = irq_named("virtio0-deflate") or irq_named("virtio0-inflate")
-    if irq is None:
-        pytest.skip("no virtio balloon IRQ to move on this machine")
-    original = read(irq)
-    try:
-        yield irq
-    finally:
-        with open(f"/proc/irq/{irq}/smp_affinity_list", "w") as f:
-            f.write(original)
 
 
 def test_move_irq_to_cpu1_shows_requested_and_effective_then_undo(deflate_irq, tmp_path):

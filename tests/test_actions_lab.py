@@ -5,23 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from lab import run
+from lab import run, sysfs, tc_root
 
 from nettop.actions import Change, Journal, NeedsConfirm, Tuner
 from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.rps_xps import RpsCpus, RpsFlowCnt, XpsCpus, rfs, rps_all
 from nettop.actions.sysctl import Sysctl
-
-
-def sysfs(path: str) -> str:
-    with open(path) as f:
-        return f.read().strip()
-
-
-def tc_root(ifname: str) -> dict:
-    return next(q for q in json.loads(run(["tc", "-j", "qdisc", "show", "dev", ifname]).stdout)
-                if q.get("root"))
 
 
 @pytest.fixture

@@ -10,10 +10,9 @@ its journal in the test's temporary directory.
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
-from lab import run
+from lab import run, sysfs, tc_root
 
 from nettop.actions import Journal, Tuner
 from nettop.collect import HostReader
@@ -28,16 +27,6 @@ from nettop.tui.tuning import (
 )
 
 SIZE = (120, 40)
-
-
-def sysfs(path: str) -> str:
-    with open(path) as f:
-        return f.read().strip()
-
-
-def tc_root(ifname: str) -> dict:
-    return next(q for q in json.loads(run(["tc", "-j", "qdisc", "show", "dev", ifname]).stdout)
-                if q.get("root"))
 
 
 def notices(app: NettopApp) -> list[str]:
@@ -93,6 +82,15 @@ async def select(t: Lab, label: str) -> None:
             return
         await pilot.press("down")
     raise AssertionError(f"no queue row {label}")
+
+
+async def set_line(t: Lab, line: str) -> None:
+    """`o`, type a whole `set` line, enter, and wait for the worker."""
+    await t.pilot.press("o")  # type: ignore[attr-defined]
+    await t.pilot.pause()  # type: ignore[attr-defined]
+    t.app.screen.query_one("#prompt-input").value = line
+    await t.pilot.press("enter")  # type: ignore[attr-defined]
+    await settle(t)
 
 
 # --- pure parts ----------------------------------------------------------------------
@@ -338,11 +336,7 @@ async def test_j_lists_the_journal_and_b_compares_before_and_after(lab):
 
 async def test_x_in_the_journal_reverts_everything(lab):
     t, pilot = lab, lab.pilot
-    await pilot.press("o")
-    await pilot.pause()
-    t.app.screen.query_one("#prompt-input").value = f"rps {t.ifname} all 0x3"
-    await pilot.press("enter")
-    await settle(t)
+    await set_line(t, f"rps {t.ifname} all 0x3")
     assert sysfs(t.queue("rx", 0) + "/rps_cpus") == "3"
     await pilot.press("j")
     await settle(t)
@@ -353,11 +347,7 @@ async def test_x_in_the_journal_reverts_everything(lab):
 
 async def test_the_journal_shows_a_value_someone_else_changed(lab):
     t, pilot = lab, lab.pilot
-    await pilot.press("o")
-    await pilot.pause()
-    t.app.screen.query_one("#prompt-input").value = f"txqueuelen {t.ifname} 3000"
-    await pilot.press("enter")
-    await settle(t)
+    await set_line(t, f"txqueuelen {t.ifname} 3000")
     run(["ip", "link", "set", t.ifname, "txqueuelen", "1234"])  # someone else
     await pilot.press("j")
     await settle(t)
@@ -425,73 +415,46 @@ async def test_a_tuning_event_is_a_marker_on_the_charts():
         assert model.event_offsets(events, app.latest.snapshot, app.window_s) == [-1.0]
 
 
-def _irq_named(name: str) -> int | None:
-    with open("/proc/interrupts") as f:
-        for line in f:
-            parts = line.split()
-            if parts and parts[-1] == name:
-                return int(parts[0].rstrip(":"))
-    return None
-
-
-async def test_a_moves_an_irq_and_the_notice_says_requested_and_effective(lab):
+async def test_a_moves_an_irq_and_the_notice_says_requested_and_effective(lab, deflate_irq):
     """The harmless virtio balloon IRQ stands in for a NIC queue's (veth has none)."""
-    t, pilot = lab, lab.pilot
-    irq = _irq_named("virtio0-deflate") or _irq_named("virtio0-inflate")
-    if irq is None:
-        pytest.skip("no virtio balloon IRQ to move on this machine")
+    t, pilot, irq = lab, lab.pilot, deflate_irq
     path = f"/proc/irq/{irq}/smp_affinity_list"
     original = sysfs(path)
-    try:
-        await select(t, f"{t.ifname} rx-0")
-        await pilot.press("a")
-        await pilot.pause()
-        prompt = t.app.screen
-        assert isinstance(prompt, Prompt)
-        assert prompt.query_one("#prompt-input").value == "irq IRQ CPUS"  # a veth queue has no IRQ
-        prompt.query_one("#prompt-input").value = f"irq {irq} 1"
-        await pilot.press("enter")
-        await settle(t)
-        assert sysfs(path) == "1"
-        line = next(n for n in notices(t.app) if f"irq {irq}" in n or f"IRQ {irq}" in n or str(irq) in n)
-        assert "effective" in line, line
-        await pilot.press("u")
-        await settle(t)
-        assert sysfs(path) == original
-    finally:
-        with open(path, "w") as f:
-            f.write(original)
+    await select(t, f"{t.ifname} rx-0")
+    await pilot.press("a")
+    await pilot.pause()
+    prompt = t.app.screen
+    assert isinstance(prompt, Prompt)
+    assert prompt.query_one("#prompt-input").value == "irq IRQ CPUS"  # a veth queue has no IRQ
+    prompt.query_one("#prompt-input").value = f"irq {irq} 1"
+    await pilot.press("enter")
+    await settle(t)
+    assert sysfs(path) == "1"
+    line = next(n for n in notices(t.app) if f"irq {irq}" in n or f"IRQ {irq}" in n or str(irq) in n)
+    assert "effective" in line, line
+    await pilot.press("u")
+    await settle(t)
+    assert sysfs(path) == original
 
 
-async def test_moving_an_irq_while_irqbalance_runs_offers_to_ban_it(lab, monkeypatch):
+async def test_moving_an_irq_while_irqbalance_runs_offers_to_ban_it(lab, deflate_irq, monkeypatch):
     """irqbalance is not installed here, so "running" is the one thing stood in; the ban
     itself really looks for irqbalance's socket and says, in one line, that none is there."""
     import nettop.tui.tuning as tuning
 
-    t, pilot = lab, lab.pilot
-    irq = _irq_named("virtio0-deflate") or _irq_named("virtio0-inflate")
-    if irq is None:
-        pytest.skip("no virtio balloon IRQ to move on this machine")
-    monkeypatch.setattr(tuning, "irqbalance_running", lambda: True)
+    t, pilot, irq = lab, lab.pilot, deflate_irq
+    monkeypatch.setattr(tuning, "irqbalance_running", lambda cache: True)
     path = f"/proc/irq/{irq}/smp_affinity_list"
     original = sysfs(path)
-    try:
-        await pilot.press("o")
-        await pilot.pause()
-        t.app.screen.query_one("#prompt-input").value = f"irq {irq} 1"
-        await pilot.press("enter")
-        await settle(t)
-        confirm = t.app.screen
-        assert isinstance(confirm, ConfirmScreen) and confirm.allow_ban
-        assert "irqbalance is running" in str(confirm.query_one("#confirm-text").render())
-        assert sysfs(path) == original  # nothing before the answer
-        await pilot.press("b")
-        await settle(t)
-        assert sysfs(path) == "1"  # moved and journaled, even though the ban found no irqbalance
-        assert any("no running irqbalance" in n for n in notices(t.app)), notices(t.app)
-    finally:
-        with open(path, "w") as f:
-            f.write(original)
+    await set_line(t, f"irq {irq} 1")
+    confirm = t.app.screen
+    assert isinstance(confirm, ConfirmScreen) and confirm.allow_ban
+    assert "irqbalance is running" in str(confirm.query_one("#confirm-text").render())
+    assert sysfs(path) == original  # nothing before the answer
+    await pilot.press("b")
+    await settle(t)
+    assert sysfs(path) == "1"  # moved and journaled, even though the ban found no irqbalance
+    assert any("no running irqbalance" in n for n in notices(t.app)), notices(t.app)
 
 
 @pytest.mark.parametrize("mode,root,reason", [
