@@ -130,7 +130,8 @@ def day_file(src: str, tmp: str) -> str:
         for c in range(1, copies):
             db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 (s + c * n, tw + c * n, tm + c * n, cid, None if b is None else b + c * n, p, k + c * n, i, f,
-                 _crc(s + c * n, cid, None if b is None else b + c * n, p, k + c * n, shas[cid], i, f))
+                 _crc(s + c * n, cid, None if b is None else b + c * n, p, k + c * n, shas[cid], i, f,
+                      (tm + c * n, tw + c * n)))
                 for s, tw, tm, cid, b, p, k, i, f, crc in rows if s + c * n <= DAY])
     db.execute("PRAGMA journal_mode=WAL")
     db.close()
@@ -147,7 +148,7 @@ def open_and_seek(path: str) -> None:
     seeks = []
     for _ in range(50):
         target = r.index[0].t_wall + rnd.uniform(0, DAY)
-        r._cache.clear()  # cold: a jump, not the next sample
+        r.drop_cache()  # cold: a jump, not the next sample
         t = time.perf_counter()
         pos = r.position(target)
         snap = r.snapshot(r.index[pos].seq)

@@ -23,12 +23,12 @@ NETTOP = [sys.executable, "-m", "nettop.cli"]
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
-    """A closed recording of 150 real reads of this host, and those snapshots."""
+    """A closed recording of real reads of this host (three chains), and those snapshots."""
     path = str(tmp_path_factory.mktemp("rec") / "good.nettop")
     seen = []
     with HostReader() as reader:
         w = Writer(path, {"host": reader.host})
-        for _ in range(150):
+        for _ in range(2 * KEY_EVERY + 40):
             snap = reader.read()
             seen.append(snap)
             w.add_sample(snap)

@@ -18,10 +18,12 @@ SQLite does not notice it; the reader then skips to the next key sample.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import sqlite3
+import struct
 import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -30,9 +32,14 @@ from nettop.record import codec
 from nettop.snapshot import Snapshot
 from nettop.timeline import Event
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PAGE_SIZE = 16384
-KEY_EVERY = 60  # a key sample (absolute counters) at least this often: seek cost bound
+# A key sample (absolute counters) at least this often. A cold seek decodes the chain
+# from its key, ~0.2 ms a sample in lanes (codec.residual) on a 64-CPU host, so 120
+# keeps a seek there near 25 ms; a key (~9 kB there, plus the part of a page it tends
+# to leave empty before it) then costs ~150 B per sample, where every 60 cost ~280.
+KEY_EVERY = 120
+MAX_CHAIN = 4 * 3600  # a row claiming a key further back than this is damaged
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,10 +71,14 @@ def describe_sqlite_error(path: str, exc: BaseException) -> str:
 
 
 def _crc(seq: int, cid: int, base: int | None, pred: int, key: int, sha1: str,
-         ints: bytes, floats: bytes) -> int:
-    """CRC-32 over everything a sample's decoding depends on, its configuration's hash too."""
+         ints: bytes, floats: bytes, times: tuple[float, float] | None = None) -> int:
+    """CRC-32 over everything a sample's decoding depends on, its configuration's hash
+    too, and from format 2 its (t_mono, t_wall) columns, which are part of the snapshot."""
     head = f"{seq}/{cid}/{base}/{pred}/{key}/{sha1}/".encode()
-    return zlib.crc32(floats, zlib.crc32(ints, zlib.crc32(head)))
+    crc = zlib.crc32(floats, zlib.crc32(ints, zlib.crc32(head)))
+    if times is not None:
+        crc = zlib.crc32(struct.pack("<2d", *times), crc)
+    return crc
 
 
 class Writer:
@@ -88,6 +99,7 @@ class Writer:
         self._configs: dict[str, int] = {}
         self._prev_ints: list[int] | None = None
         self._prev2_ints: list[int] | None = None  # the one before, when prev was no key
+        self._prev_fits = True
         self._key_seq = 0
         self._order: codec.Order | None = None  # of the current chain, from its first interval
         self._prev_config = -1
@@ -109,9 +121,13 @@ class Writer:
 
     def add_sample(self, snap: Snapshot, events: list[Event] = ()) -> int:  # type: ignore[assignment]
         """Store one snapshot (and the events that came with it); returns its seq."""
+        if type(snap.t_mono) is not float or type(snap.t_wall) is not float:
+            # the row's REAL columns stand in for the first two floats (see _floats)
+            snap = dataclasses.replace(snap, t_mono=float(snap.t_mono), t_wall=float(snap.t_wall))
         skeleton, ints, floats = codec.split(snap)
         sha = hashlib.sha1(skeleton.encode()).hexdigest()
         seq = self._seq + 1
+        fits = codec.fits(ints)
         try:
             with self._tx():
                 cid = self._configs.get(sha)
@@ -119,24 +135,26 @@ class Writer:
                     cur = self._db.execute("INSERT OR IGNORE INTO config(sha1, skeleton) VALUES (?, ?)", (sha, skeleton))
                     cid = int(cur.lastrowid if cur.rowcount and cur.lastrowid else self._db.execute(
                         "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0])
-                key = (cid != self._prev_config or self._prev_ints is None
+                # a vector that does not fit 64-bit lanes, and the one after it, stand
+                # alone (codec.lanes): readers never predict from or into such values
+                key = (cid != self._prev_config or self._prev_ints is None or not fits or not self._prev_fits
                        or self._since_key >= KEY_EVERY - 1 or len(ints) != len(self._prev_ints))
                 pred = 0 if key else (2 if self._prev2_ints is not None else 1)
                 key_seq = seq if key else self._key_seq
                 if pred == 2 and self._order is None:
-                    self._order = codec.Order.between(self._prev2_ints, self._prev_ints)  # type: ignore[arg-type]
+                    self._order = codec.Order.between(self._prev2_ints, self._prev_ints, by_size=True)  # type: ignore[arg-type]
                 if key:
                     iblob = codec.pack_ints(ints)
                 elif pred == 1:
                     iblob = codec.pack_ints(ints, self._prev_ints)
                 else:
                     iblob = codec.pack_ints(ints, self._prev_ints, self._prev2_ints, self._order)
-                fblob = codec.pack_floats(floats)
+                fblob = codec.pack_floats(floats[2:])
                 base = None if key else self._seq
                 self._db.execute(
                     "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (seq, snap.t_wall, snap.t_mono, cid, base, pred, key_seq,
-                     iblob, fblob, _crc(seq, cid, base, pred, key_seq, sha, iblob, fblob)))
+                     iblob, fblob, _crc(seq, cid, base, pred, key_seq, sha, iblob, fblob, (snap.t_mono, snap.t_wall))))
                 for e in events:
                     self._db.execute("INSERT INTO event(seq, t_wall, kind, text) VALUES (?, ?, ?, ?)",
                                      (seq, e.t_wall, e.kind, e.text))
@@ -146,7 +164,7 @@ class Writer:
         self._prev2_ints = None if key else self._prev_ints
         if key:
             self._key_seq, self._order = seq, None
-        self._prev_config, self._prev_ints, self._seq = cid, ints, seq
+        self._prev_config, self._prev_ints, self._prev_fits, self._seq = cid, ints, fits, seq
         self._since_key = 0 if key else self._since_key + 1
         self.samples += 1
         self.bytes_written += len(iblob) + len(fblob) + 40
@@ -222,6 +240,88 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+class _Chain:
+    """Decoding state of one chain (a key sample and the samples predicted from it).
+
+    Format 2 keeps each sample as lanes (codec.lanes: one int for the whole vector),
+    from the third sample on in the chain's storage order, so the next sample is a few
+    big-int operations; plain lists only come out for the sample asked for. Format 1
+    (and a format-2 key whose values do not fit lanes) keeps walk-order lists, as
+    format 1's reader did.
+    """
+
+    __slots__ = ("key", "lanes", "seq", "cid", "n", "cur", "prev", "order", "key_list", "walk", "row")
+
+    def __init__(self, key: int, lanes: bool) -> None:
+        self.key, self.lanes = key, lanes
+        self.seq = 0  # last decoded; 0 before the key
+        self.cid = -1
+        self.n = 0
+        self.cur: Any = None  # lanes int or list of the last sample
+        self.prev: Any = None  # and of the one before it
+        self.order: codec.Order | None = None
+        self.key_list: list[int] | None = None  # the key's walk-order values
+        self.walk: list[int] | None = None  # walk-order values of `cur`, once made
+        self.row: tuple[Any, ...] = ()
+
+    def advance(self, seq: int, cid: int, pred: int, blob: bytes, version: int) -> None:
+        if not self.lanes or (pred == 0 and blob[:1] not in codec.PLANE_TAGS):
+            self._advance_lists(pred, blob, version)
+        else:
+            d, n = codec.residual(blob)
+            if pred != 0 and n != self.n:
+                raise codec.CodecError(f"sample {seq} has another number of counters than its base")
+            p, q = self.cur, self.prev
+            if pred == 2 and self.order is None:
+                # the chain's storage order starts here: re-lay its first two samples
+                self.key_list = self.key_list if self.key_list is not None else codec.unlanes(q, n)
+                second = codec.unlanes(p, n)
+                self.order = codec.Order.between(self.key_list, second, by_size=version >= 2)
+                if self.order.fwd is not None:
+                    p, q = codec.lanes(self.order.fwd(second)), codec.lanes(self.order.fwd(self.key_list))
+            if pred != 0 and not isinstance(p, int):
+                raise codec.CodecError(f"sample {seq} has no usable base")
+            self.prev, self.cur = (None if pred == 0 else p), codec.predict_lanes(pred, d, n, p, q)
+            self.n, self.walk = n, None
+            if pred == 0:
+                self.key_list = None
+        self.seq, self.cid = seq, cid
+
+    def _advance_lists(self, pred: int, blob: bytes, version: int) -> None:
+        if pred == 0:
+            values = codec.unpack_ints(blob)
+            self.key_list = values
+            self.order = None
+        elif pred == 1:
+            values = codec.unpack_ints(blob, self._list(self.cur))
+        else:
+            prev2 = self._list(self.prev)
+            prev = self._list(self.cur)
+            if self.order is None:
+                self.order = codec.Order.between(prev2, prev, by_size=version >= 2)
+            values = codec.unpack_ints(blob, prev, prev2, self.order)
+        self.prev = None if pred == 0 else self.cur
+        self.cur, self.walk, self.n = values, values, len(values)
+        if self.lanes and codec.fits(values):
+            self.cur = codec.lanes(values)  # a key read as a list; its successors use lanes
+
+    def _list(self, v: Any) -> list[int]:
+        if isinstance(v, list):
+            return v
+        if v is None:
+            raise codec.CodecError("sample has no usable base")
+        return codec.unlanes(v, self.n)  # format 2 only reaches here for an odd key
+
+    def values(self) -> list[int]:
+        """Walk-order values of the last decoded sample."""
+        if self.walk is None:
+            vals = codec.unlanes(self.cur, self.n)
+            if self.order is not None and self.order.inv is not None:
+                vals = list(self.order.inv(vals))
+            self.walk = vals
+        return self.walk
+
+
 @dataclass(frozen=True, slots=True)
 class SampleInfo:
     seq: int
@@ -262,9 +362,10 @@ class Reader:
                 self.index.append(SampleInfo(seq, tw, tm))
         except sqlite3.Error as exc:
             self.warnings.append(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
+        self.version = min(version, SCHEMA_VERSION)  # a newer file is read as the newest known
         self._skeletons: dict[int, tuple[Any, str]] = {}
-        self._cache: dict[int, tuple[list[int], int | None]] = {}  # seq -> (ints, base seq)
-        self._orders: dict[int, codec.Order] = {}  # key seq -> storage order of its chain
+        self._chain: _Chain | None = None  # the chain decoded last, positioned at its last sample
+        self._broken: dict[int, tuple[int, str]] = {}  # key seq -> (first seq that fails, why)
         self._bad: set[int] = set()
 
     def __len__(self) -> int:
@@ -290,57 +391,76 @@ class Reader:
             self._skeletons[cid] = sk
         return sk
 
-    def _vector(self, seq: int, depth: int = 0) -> tuple[int, list[int], bytes, int | None]:
-        """(config id, ints, float blob, base seq) of sample `seq`, decoding its bases."""
-        row = self._db.execute(
-            "SELECT config_id, base_seq, pred, key_seq, ints, floats, crc FROM sample WHERE seq = ?",
-            (seq,)).fetchone()
-        if row is None:
+    def drop_cache(self) -> None:
+        """Forget the decoded chain (the next read is a cold seek; benchmarks use it)."""
+        self._chain = None
+
+    def _rows(self, first: int, last: int) -> list[tuple[Any, ...]]:
+        return self._db.execute(
+            "SELECT seq, config_id, base_seq, pred, key_seq, ints, floats, crc, t_wall, t_mono "
+            "FROM sample WHERE seq BETWEEN ? AND ? ORDER BY seq", (first, last)).fetchall()
+
+    def _decode(self, seq: int) -> tuple[int, list[int], list[float]]:
+        """(config id, ints, floats) of sample `seq`, decoding its chain from the key
+        sample, or onwards from the last sample decoded when it is on the way."""
+        head = self._db.execute("SELECT key_seq FROM sample WHERE seq = ?", (seq,)).fetchone()
+        if head is None:
             raise codec.CodecError(f"sample {seq} is missing")
-        cid, base, pred, key, iblob, fblob, crc = row
+        key = head[0]
+        if not isinstance(key, int) or not 0 <= seq - key <= MAX_CHAIN:
+            raise codec.CodecError(f"sample {seq} names no usable key sample")
+        broken = self._broken.get(key)
+        if broken is not None and seq >= broken[0]:
+            raise codec.CodecError(broken[1])  # the same words: one warning per damage
+        c = self._chain
+        if c is None or c.key != key or c.seq > seq:
+            c = _Chain(key, lanes=self.version >= 2)
+        if c.seq < seq:
+            rows = self._rows(c.seq + 1 if c.seq else key, seq)
+            self._chain = None
+            try:
+                for row in rows:
+                    self._step(c, row)
+                if c.seq != seq:
+                    raise codec.CodecError(f"sample {(c.seq or key - 1) + 1} is missing")
+            except codec.CodecError as exc:
+                # every later sample of this chain depends on the one that failed
+                self._broken[key] = ((c.seq or key - 1) + 1, str(exc))
+                raise
+            self._chain = c
+        return c.cid, c.values(), self._floats(c.row)
+
+    def _step(self, c: _Chain, row: tuple[Any, ...]) -> None:
+        """Decode `row`, the sample after the chain's last one, into the chain."""
+        seq, cid, base, pred, key, iblob, fblob, crc, t_wall, t_mono = row
+        times = None
+        if self.version >= 2:
+            if not (isinstance(t_mono, float) and isinstance(t_wall, float)):
+                raise codec.CodecError(f"sample {seq} has no timestamps")
+            times = (t_mono, t_wall)
         if not (isinstance(iblob, bytes) and isinstance(fblob, bytes)) or \
-                _crc(seq, cid, base, pred, key, self._skeleton(cid)[1], iblob, fblob) != crc:
+                _crc(seq, cid, base, pred, key, self._skeleton(cid)[1], iblob, fblob, times) != crc:
             raise codec.CodecError(f"sample {seq} fails its checksum")
-        if pred == 0:
-            ints = codec.unpack_ints(iblob)
-        elif pred in (1, 2) and base is not None and depth <= 2 * KEY_EVERY:
-            b, base2 = self._cached(base, depth)
-            if pred == 1:
-                ints = codec.unpack_ints(iblob, b)
-            else:
-                if base2 is None:
-                    raise codec.CodecError(f"sample {seq} has no usable base")
-                ints = codec.unpack_ints(iblob, b, self._cached(base2, depth)[0], self._chain_order(key, depth))
-        else:
+        if key != c.key or (seq == c.key) != (pred == 0) or (pred != 0 and (base != c.seq or cid != c.cid)):
+            raise codec.CodecError(f"sample {seq} does not follow its base")
+        if pred not in (0, 1, 2) or (pred == 2 and c.prev is None):
             raise codec.CodecError(f"sample {seq} has no usable base")
-        self._cache[seq] = (ints, base)
-        while len(self._cache) > 4:
-            del self._cache[next(iter(self._cache))]
-        return cid, ints, fblob, base
+        c.advance(seq, cid, pred, iblob, self.version)
+        c.row = row
 
-    def _chain_order(self, key: int, depth: int) -> codec.Order:
-        order = self._orders.get(key)
-        if order is None:
-            order = codec.Order.between(self._cached(key, depth)[0], self._cached(key + 1, depth)[0])
-            self._orders[key] = order
-            while len(self._orders) > 4:
-                del self._orders[next(iter(self._orders))]
-        return order
-
-    def _cached(self, seq: int, depth: int) -> tuple[list[int], int | None]:
-        hit = self._cache.get(seq)
-        if hit is not None:
-            return hit
-        _, ints, _, base = self._vector(seq, depth + 1)
-        return ints, base
+    def _floats(self, row: tuple[Any, ...]) -> list[float]:
+        floats = codec.unpack_floats(row[6])
+        if self.version >= 2:  # the row's columns are the snapshot's first two floats
+            return [row[9], row[8], *floats]
+        return floats
 
     def snapshot(self, seq: int) -> Snapshot | None:
         """Sample `seq`, or None (with a warning) when it or its base is damaged."""
         if seq in self._bad:
             return None
         try:
-            cid, ints, fblob, _ = self._vector(seq)
-            snap = codec.join(self._skeleton(cid)[0], ints, codec.unpack_floats(fblob))
+            cid, ints, floats = self._decode(seq)
+            snap = codec.join(self._skeleton(cid)[0], ints, floats)
         except (codec.CodecError, sqlite3.Error) as exc:
             self._bad.add(seq)
             self._warn(f"{self.path}: skipped damaged samples ({exc})")
