@@ -15,6 +15,8 @@ import pytest
 from lab import run, sysfs, tc_root
 
 from nettop.actions import Journal, Tuner
+from nettop.actions.irq import nr_cpu_ids, parse_cpus
+from nettop.collectors.cpus import format_cpu_mask
 from nettop.collect import HostReader
 from nettop.sysroot import LIVE
 from nettop.timeline import Event
@@ -23,7 +25,7 @@ from nettop.tui.scripted import ScriptedSource, synthetic
 from nettop.tui.screens import Prompt
 from nettop.tui.tuning import (
     BeforeAfterScreen, ConfirmScreen, JournalScreen, MaskEditor, before_after_rows, default_command,
-    mask_of, parse_set,
+    MaskEditor, parse_set,
 )
 
 SIZE = (120, 40)
@@ -111,9 +113,16 @@ def test_a_bad_set_line_is_one_line_naming_the_fix(line):
     assert "\n" not in str(exc.value) and ("e.g." in str(exc.value) or "--help" in str(exc.value))
 
 
-def test_the_mask_of_a_cpu_set_is_what_sysfs_prints():
-    assert mask_of([]) == "0" and mask_of([0, 1, 2, 3]) == "f" and mask_of([4, 5, 6, 7]) == "f0"
-    assert mask_of([0, 33]) == "200000001"
+def test_the_mask_editor_shows_and_sends_the_mask_as_sysfs_prints_it():
+    def editor(chosen, ncpus):
+        return MaskEditor("rps", "eth0", 0, range(ncpus), set(chosen), ncpus)
+    assert editor([], 2).mask() == "0" and editor([0, 1], 2).mask() == "3"
+    assert editor([4, 5, 6, 7], 8).mask() == "f0"
+    # 32-bit groups sized by the kernel's CPU ids, as rps_cpus reads on such a host
+    assert editor([0, 33], 36).mask() == "2,00000001"
+    assert editor([0, 33], 64).mask() == "00000002,00000001"
+    assert editor([0, 33], 64).command() == "rps eth0 0 0x00000002,00000001"
+    assert parse_cpus("0x00000002,00000001") == (0, 33)  # and the set line reads it back
 
 
 def test_keys_prefill_from_the_selected_queue():
@@ -199,7 +208,7 @@ async def test_star_in_the_mask_editor_sets_every_rx_queue_as_one_undo_step(lab)
     assert "every rx queue" in str(t.app.screen.query_one("#mask-title").render())
     await pilot.press("enter")
     await settle(t)
-    cpus = mask_of(sorted(t.app.latest.snapshot.online_cpus))
+    cpus = format_cpu_mask(t.app.latest.snapshot.online_cpus, nr_cpu_ids())
     assert [sysfs(t.queue("rx", i) + "/rps_cpus") for i in range(4)] == [cpus] * 4
     await pilot.press("u")
     await settle(t)

@@ -28,7 +28,8 @@ from nettop.actions.base import ActionError, Change, Plan, Result
 from nettop.actions.cli_set import add_subcommands, build_changes
 from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.before_after import KEYS, LABELS, compare, figures, format_value
-from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
+from nettop.actions.irq import nr_cpu_ids
+from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
 from nettop.collectors.host_config import IrqbalanceCache
 from nettop.sysroot import LIVE
 from nettop.timeline import Event
@@ -76,11 +77,6 @@ def wants_ban(text: str) -> bool:
         return "--ban" in shlex.split(text)
     except ValueError:
         return False
-
-
-def mask_of(cpus: Sequence[int]) -> str:
-    """A CPU set as the hex mask the kernel prints for rps_cpus ("0" when empty)."""
-    return format(sum(1 << c for c in cpus), "x")
 
 
 def cpus_of_mask(mask: str | None) -> set[int]:
@@ -149,10 +145,13 @@ class MaskEditor(ModalScreen["str | None"]):
         *(Binding(str(d), f"toggle({d})", show=False) for d in range(10)),
     ]
 
-    def __init__(self, what: str, ifname: str, queue: int, cpus: Sequence[int], chosen: set[int]) -> None:
+    def __init__(self, what: str, ifname: str, queue: int, cpus: Sequence[int], chosen: set[int],
+                 ncpus: int | None = None) -> None:
         super().__init__(id="mask-editor")
         self.what, self.ifname, self.queue = what, ifname, queue
         self.cpus = list(cpus)
+        # masks as sysfs prints them (32-bit comma groups), sized by the kernel's CPU ids
+        self.ncpus = max(ncpus or nr_cpu_ids(), max(self.cpus, default=0) + 1)
         self.chosen = set(chosen) & set(self.cpus)
         self.cursor = 0
         self.all_queues = False
@@ -170,13 +169,16 @@ class MaskEditor(ModalScreen["str | None"]):
     def command(self) -> str:
         queue = "all" if self.all_queues else str(self.queue)
         # "0x": a bare "2" would be read as the CPU list "2", not the mask of CPU 1
-        return f"{self.what} {self.ifname} {queue} 0x{mask_of(sorted(self.chosen))}"
+        return f"{self.what} {self.ifname} {queue} 0x{self.mask()}"
+
+    def mask(self) -> str:
+        return format_cpu_mask(self.chosen, self.ncpus)
 
     def _draw(self) -> None:
         where = "every rx queue" if self.all_queues else f"{'rx' if self.what == 'rps' else 'tx'}-{self.queue}"
         chosen = format_cpu_list(sorted(self.chosen)) if self.chosen else "none (off)"
         self.query_one("#mask-title", Static).update(
-            f"{self.what}_cpus of {self.ifname} {where}: CPUs {chosen} = mask {mask_of(sorted(self.chosen))}")
+            f"{self.what}_cpus of {self.ifname} {where}: CPUs {chosen} = mask {self.mask()}")
         grid = Text()
         for i, cpu in enumerate(self.cpus):
             mark = "■" if cpu in self.chosen else "·"
