@@ -252,6 +252,7 @@ async def test_c_on_a_veth_says_in_one_line_that_the_driver_has_no_coalescing(la
     await pilot.pause()
     prompt = t.app.screen
     assert isinstance(prompt, Prompt)
+    await settle(t)  # the driver is asked on a worker thread, the prompt is open meanwhile
     title = str(prompt.query_one("#prompt-title").render())
     assert "not supported" in title or "EOPNOTSUPP" in title  # the hint already tells
     prompt.query_one("#prompt-input").value = f"coalesce {t.ifname} rx-usecs=10"

@@ -125,6 +125,12 @@ class Prompt(ModalScreen["str | None"]):
         self.query_one("#prompt-error").display = False
         self.query_one(Input).focus()
 
+    def set_title(self, title: str) -> None:
+        """Replace the title (a hint read after the prompt opened); ignored once closed."""
+        self._title = title
+        if self.is_attached:
+            self.query_one("#prompt-title", Static).update(title)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         answer = event.value.strip()

@@ -386,8 +386,9 @@ class TuningMixin:
 
         row = self.selected_queue()  # type: ignore[attr-defined]
         text = default_command(action, row, self._online())
-        hint = {"coalesce": self._coalesce_hint(row),
-                "qdisc": "pfifo_fast fq_codel fq cake pfifo bfifo tbf mq; e.g. tbf rate=1gbit burst=32k"}
+        hint = {"qdisc": "pfifo_fast fq_codel fq cake pfifo bfifo tbf mq; e.g. tbf rate=1gbit burst=32k"}
+        if action == "coalesce" and row is not None:
+            hint["coalesce"] = f"reading what {row.ifname}'s driver offers…"
         title = f"nettop set … ({hint[action]})" if hint.get(action) else "nettop set …"
 
         def check(answer: str) -> str | None:
@@ -399,19 +400,24 @@ class TuningMixin:
                 return f"cannot read that line: {exc}"
             return None
 
-        self.push_screen(Prompt(title, text, "e.g. rps eth0 0 0-3", check=check, id="tune-prompt"),  # type: ignore[attr-defined]
-                         callback=lambda answer: answer and self.run_tuning(answer))
+        prompt = Prompt(title, text, "e.g. rps eth0 0 0-3", check=check, id="tune-prompt")
+        self.push_screen(prompt, callback=lambda answer: answer and self.run_tuning(answer))  # type: ignore[attr-defined]
+        if action == "coalesce" and row is not None:
+            self._coalesce_hint(prompt, row.ifname)
 
-    def _coalesce_hint(self, row: QueueRow | None) -> str | None:
-        if row is None:
-            return None
+    @work(thread=True, group="hint", exit_on_error=False)
+    def _coalesce_hint(self, prompt: Any, ifname: str) -> None:
+        """Fill the prompt's title with the driver's coalescing, read over ethtool netlink
+        on a worker: a driver holding the RTNL lock must not freeze the screen."""
         from nettop.actions.ethtool import offered
 
         try:
-            cur = offered("coalesce", row.ifname)
+            cur = offered("coalesce", ifname)
+            hint = "now " + " ".join(f"{k}={'on' if v is True else 'off' if v is False else v}"
+                                     for k, v in cur.items())
         except ActionError as exc:
-            return str(exc)
-        return "now " + " ".join(f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in cur.items())
+            hint = str(exc)
+        self.call_from_thread(prompt.set_title, f"nettop set … ({hint})")  # type: ignore[attr-defined]
 
     def action_mask_editor(self) -> None:
         if self._refuse():
