@@ -363,7 +363,7 @@ class Reader:
         except sqlite3.Error as exc:
             self.warnings.append(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
         self.version = min(version, SCHEMA_VERSION)  # a newer file is read as the newest known
-        self._skeletons: dict[int, tuple[Any, str]] = {}
+        self._skeletons: dict[int, tuple[codec.Decoder, str]] = {}
         self._chain: _Chain | None = None  # the chain decoded last, positioned at its last sample
         self._broken: dict[int, tuple[int, str]] = {}  # key seq -> (first seq that fails, why)
         self._bad: set[int] = set()
@@ -375,8 +375,8 @@ class Reader:
         if text not in self.warnings:
             self.warnings.append(text)
 
-    def _skeleton(self, cid: int) -> tuple[Any, str]:
-        """(parsed skeleton, its SHA-1) of configuration `cid`, checked against its hash."""
+    def _skeleton(self, cid: int) -> tuple[codec.Decoder, str]:
+        """(decoder, SHA-1 of the skeleton) of configuration `cid`, checked against its hash."""
         sk = self._skeletons.get(cid)
         if sk is None:
             row = self._db.execute("SELECT skeleton, sha1 FROM config WHERE id = ?", (cid,)).fetchone()
@@ -385,9 +385,10 @@ class Reader:
             if not isinstance(row[0], str) or hashlib.sha1(row[0].encode()).hexdigest() != row[1]:
                 raise codec.CodecError(f"configuration {cid} fails its checksum")
             try:
-                sk = (json.loads(row[0]), row[1])
+                parsed = json.loads(row[0])
             except ValueError:
                 raise codec.CodecError(f"configuration {cid} is damaged") from None
+            sk = (codec.Decoder(parsed), row[1])
             self._skeletons[cid] = sk
         return sk
 
@@ -460,7 +461,7 @@ class Reader:
             return None
         try:
             cid, ints, floats = self._decode(seq)
-            snap = codec.join(self._skeleton(cid)[0], ints, floats)
+            snap = self._skeleton(cid)[0].build(ints, floats)
         except (codec.CodecError, sqlite3.Error) as exc:
             self._bad.add(seq)
             self._warn(f"{self.path}: skipped damaged samples ({exc})")
