@@ -167,13 +167,31 @@ def _proc_interrupts() -> dict[int, tuple[int, str]]:
     return out
 
 
+def _make_disk_interrupts(seconds: float) -> None:
+    """Make a device interrupt fire during the window: an idle VM's NIC can stay quiet
+    for seconds, and we never send traffic off the host. Writing and fsyncing a file
+    next to the tests (a block-backed filesystem, not tmpfs) completes through the
+    disk's interrupt."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f".irq-probe-{os.getpid()}")
+    deadline = time.monotonic() + seconds
+    try:
+        with open(path, "wb") as f:
+            while time.monotonic() < deadline:
+                f.write(os.urandom(1 << 16))
+                f.flush()
+                os.fsync(f.fileno())
+                time.sleep(0.2)
+    finally:
+        os.unlink(path)
+
+
 @needs_probes
 def test_hardirq_time_is_measured_and_eth0_virtio_irqs_are_reported_when_they_fire():
     probes = _started(("hardirq",))
     try:
         probes.take()
         before = _proc_interrupts()
-        time.sleep(3)
+        _make_disk_interrupts(3.0)
         after = _proc_interrupts()
         sample = probes.take()
     finally:
