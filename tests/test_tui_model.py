@@ -214,17 +214,3 @@ def test_latency_rows_and_series_come_from_the_snapshots_latency_stats():
     xs, ys = model.latency_series(t.points(), 180)["198.18.0.2"]
     assert xs[-1] == 0.0 and ys == [p.snapshot.latency["198.18.0.2"].rtt_avg_ms for p in t.points()]
     assert model.latency_series(Timeline().points(), 180) == {}
-
-
-def test_chart_picture_key_changes_only_when_the_dots_would():
-    from nettop.tui.charts import picture_key
-    flat = [model.Series("eth0", (-3.0, -2.0, -1.0, 0.0), (0.0,) * 4, (0.0,) * 4)]
-    shorter = [model.Series("eth0", (-2.0, -1.0, 0.0), (0.0,) * 3, (0.0,) * 3)]  # same dots at this width
-    longer = [model.Series("eth0", (-60.0, -3.0, -2.0, -1.0, 0.0), (0.0,) * 5, (0.0,) * 5)]
-    same = picture_key(flat, [], 180, 50, 10, 1.0, 0.0) == picture_key(flat, [], 180, 50, 10, 1.0, 0.0)
-    assert same
-    busy = [model.Series("eth0", (-1.0, 0.0), (0.0, 5e8), (0.0, 0.0))]
-    assert picture_key(busy, [], 180, 50, 10, 1e6, 5e8) != picture_key(flat, [], 180, 50, 10, 1.0, 0.0)
-    assert picture_key(flat, [-60.0], 180, 50, 10, 1.0, 0.0) != picture_key(flat, [], 180, 50, 10, 1.0, 0.0)
-    assert picture_key(shorter, [], 180, 50, 10, 1.0, 0.0) == picture_key(flat, [], 180, 50, 10, 1.0, 0.0)
-    assert picture_key(longer, [], 180, 50, 10, 1.0, 0.0) != picture_key(flat, [], 180, 50, 10, 1.0, 0.0)

@@ -1,78 +1,97 @@
 """The throughput and latency charts, the CPU heatmap, and their empty states.
 
-Charts are redrawn only when a new point arrives (`show`), never on a timer; event
-markers from the timeline are drawn as vertical lines at the moment they happened.
-Colours come from the Textual theme (textual-plotext derives the plot theme from it,
-the heatmap levels are component classes styled in the app's .tcss).
+Charts are redrawn only when a new point arrives (`show`), never on a timer, and only
+the screen lines that differ from the last picture are sent; event markers from the
+timeline are drawn as vertical lines at the moment they happened. The lines are drawn
+in braille by `nettop.tui.braille` (plotext, which the Markdown report still uses,
+cost 30-110 ms per frame here). Colours are component classes styled in the app's
+.tcss with theme variables; Python never names a colour.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar, Mapping, Sequence
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
-from textual_plotext import PlotextPlot
 
+from nettop.tui import braille
 from nettop.tui import format as fmt
 from nettop.tui.model import CpuRow, Series
 
-_UNITS = ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1.0, "bit/s"))
 
+class BrailleChart(Widget):
+    """A line chart drawn with the line API from a `braille.Frame`: redrawing an equal
+    frame costs nothing, and a new one refreshes only the rows that changed."""
 
-def bit_unit(peak: float) -> tuple[float, str]:
-    for div, name in _UNITS:
-        if peak >= div:
-            return div, name
-    return 1.0, "bit/s"
-
-
-class LineChart(PlotextPlot):
-    """A plotext chart drawn with the line API: the figure is built once per new point (not
-    per repaint) and only the screen lines that differ from the previous figure are redrawn."""
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"chart--axis", "chart--marker",
+                                             *(f"chart--s{n}" for n in range(braille.SERIES_STYLES))}
+    DEFAULT_CSS = """
+    BrailleChart { width: 1fr; height: 1fr; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
+        self.frame: braille.Frame | None = None
         self._lines: list[Strip] = []
+        self._styles: dict[str, Style] = {}
+        self._drawn: tuple | None = None  # (frame, size) of the picture on screen
 
     def on_mount(self) -> None:
-        super().on_mount()
         self.app.theme_changed_signal.subscribe(self, self._on_theme)
 
-    def _on_theme(self, theme) -> None:  # type: ignore[no-untyped-def]
-        self._register_theme(theme.name)
-        self.rebuild(full=True)
+    def _on_theme(self, _theme: object) -> None:
+        self._styles.clear()
+        self._paint(full=True)
 
     def on_resize(self) -> None:
-        self.rebuild(full=True)
+        self._paint(full=True)
 
-    def rebuild(self, full: bool = False) -> None:
+    def draw(self, frame: braille.Frame) -> None:
+        self.frame = frame
+        self._paint()
+
+    def _style(self, role: str) -> Style:
+        style = self._styles.get(role)
+        if style is None:
+            base = self.rich_style
+            style = base if not role else base + self.get_component_rich_style(f"chart--{role}", partial=True)
+            self._styles[role] = style
+        return style
+
+    def _paint(self, full: bool = False) -> None:
         width, height = self.size
-        if width <= 0 or height <= 0:
+        if self.frame is None or width <= 0 or height <= 0:
             return
-        plot = self._plot
-        plot.plotsize(width, height)
-        plot._set_size(width, height)
-        plot.theme(self._get_plotext_theme_name(self.app.theme))
-        console = self.app.console
-        base = self.rich_style
-        text = Text.from_ansi(plot.build())
-        new = [Strip(list(line.render(console))).crop_extend(0, width, base)
-               for line in text.split("\n", allow_blank=True)[:height]]
+        drawn = (self.frame, width, height)
+        if drawn == self._drawn and not full:
+            return
+        self._drawn = drawn
+        new = [Strip([Segment(text, self._style(role)) for text, role in runs], width)
+               for runs in braille.chart_rows(self.frame, width, height)]
         old, self._lines = self._lines, new
         if full or len(old) != len(new):
             self.refresh()
             return
         for y, (a, b) in enumerate(zip(old, new)):
-            if list(a) != list(b):
+            if a.text != b.text or list(a) != list(b):
                 self.refresh(Region(0, y, width, 1))
+
+    def text_lines(self) -> list[str]:
+        """The chart as plain text (what tests and the tmux check read)."""
+        return [strip.text for strip in self._lines]
 
     def render_line(self, y: int) -> Strip:
         if y < len(self._lines):
             return self._lines[y]
         return Strip.blank(self.size.width, self.rich_style)
+
+
+HEADROOM = 1.1  # a steady line sits below the top edge, where it reads as steady
 
 
 def due(last: float | None, now: float, window_s: float, width: int) -> bool:
@@ -83,70 +102,44 @@ def due(last: float | None, now: float, window_s: float, width: int) -> bool:
     return now - last >= window_s / max(1, 2 * width)
 
 
-def picture_key(series: Sequence[Series], markers: Sequence[float], window_s: float, width: int,
-                height: int, div: float, peak: float) -> tuple:
-    """What a throughput chart would look like, at (finer than) its braille resolution:
-    equal keys draw equal pictures, so an unchanged key needs no new plot."""
-    cols, rows = max(1, 2 * width), max(1, 4 * height)
-    top = max(1.0, peak / div * 1.1)
-    lines = []
-    for s in series:
-        for values in (s.rx_bits, s.tx_bits):
-            dots: list[tuple[int, int]] = []
-            for x, v in zip(s.xs, values):
-                dot = (int((x + window_s) / window_s * cols), int(v / div / top * rows))
-                if not dots or dots[-1] != dot:
-                    dots.append(dot)
-            lines.append((s.ifname, tuple(dots)))
-    return (width, height, f"{top:.4g}", div, tuple(lines),
-            tuple(int((m + window_s) / window_s * cols) for m in markers))
+def _bits_label(v: float) -> str:
+    """Axis values are round (nice_top): 500M, 1.2G, 2.5G; no '.0'."""
+    if v < 1000:
+        return f"{v:.3g}"  # 0.5 on an idle link's 0-1 axis, not "0"
+    text = fmt.si(v)
+    return text.replace(".0", "") if text[-1:].isalpha() else text
 
 
-class ThroughputChart(LineChart):
+def _ms_label(v: float) -> str:
+    return f"{v:.3g}"
+
+
+class ThroughputChart(BrailleChart):
     """rx/tx bits per second per shown interface over the window, with event markers."""
 
-    _picture: tuple | None = None
-
     def show(self, series: Sequence[Series], markers: Sequence[float], window_s: float) -> None:
-        peak = max([0.0, *(v for s in series for v in (*s.rx_bits, *s.tx_bits))])
-        div, unit = bit_unit(peak)
-        picture = picture_key(series, markers, window_s, self.size.width, self.size.height, div, peak)
-        if picture == self._picture:
-            return  # same dots, labels and markers as on screen: skip plotext entirely
-        self._picture = picture
-        plt = self.plt
-        plt.clear_figure()
+        lines: list[braille.Line] = []
+        peak = 0.0
         for s in series:
             if not s.xs:
                 continue
-            plt.plot(list(s.xs), [v / div for v in s.rx_bits], label=f"{s.ifname} rx", marker="braille")
-            plt.plot(list(s.xs), [v / div for v in s.tx_bits], label=f"{s.ifname} tx", marker="braille")
-        for x in markers:
-            plt.vline(x)
-        plt.xlim(-window_s, 0)
-        plt.ylim(0, max(1.0, peak / div * 1.1))
-        plt.ylabel(unit)
-        plt.xlabel("seconds ago")
-        self.rebuild()
+            lines.append(braille.Line(f"{s.ifname} rx", s.xs, s.rx_bits))
+            lines.append(braille.Line(f"{s.ifname} tx", s.xs, s.tx_bits))
+            peak = max(peak, max(s.rx_bits, default=0.0), max(s.tx_bits, default=0.0))
+        self.draw(braille.Frame(tuple(lines), -window_s, 0.0, braille.nice_top(peak * HEADROOM), tuple(markers),
+                                "bit/s", _bits_label))
 
 
-class LatencyChart(LineChart, can_focus=True):
+class LatencyChart(BrailleChart, can_focus=True):
     """Round-trip time per target (ms) with event markers."""
 
     def show(self, series: Mapping[str, tuple[list[float], list[float]]], markers: Sequence[float],
              window_s: float) -> None:
-        plt = self.plt
-        plt.clear_figure()
-        peak = 0.0
-        for target, (xs, ys) in sorted(series.items()):
-            plt.plot(xs, ys, label=target, marker="braille")
-            peak = max([peak, *ys])
-        for x in markers:
-            plt.vline(x)
-        plt.xlim(-window_s, 0)
-        plt.ylim(0, peak * 1.2 if peak > 0 else 1.0)  # sub-millisecond RTTs keep their shape
-        plt.ylabel("ms")
-        self.rebuild()
+        lines = tuple(braille.Line(target, tuple(xs), tuple(ys)) for target, (xs, ys) in sorted(series.items()))
+        peak = max((y for line in lines for y in line.ys), default=0.0)
+        # sub-millisecond RTTs keep their shape: the top follows the peak down to 0.001 ms
+        self.draw(braille.Frame(lines, -window_s, 0.0, braille.nice_top(peak * HEADROOM, 1.0), tuple(markers), "ms",
+                                _ms_label))
 
 
 class CpuHeatmap(Widget, can_focus=True):

@@ -1,0 +1,160 @@
+"""The braille line charts: where dots land, how lines join and break, and what a
+redraw costs on screen (only changed rows, nothing for an equal frame)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from textual.app import App, ComposeResult
+
+from nettop.tui import braille
+from nettop.tui.charts import LatencyChart, ThroughputChart
+from nettop.tui.model import Series
+
+# Unicode braille: bit of the dot at (column in cell, row in cell from the top)
+DOT = {(0, 0): 0x01, (0, 1): 0x02, (0, 2): 0x04, (0, 3): 0x40,
+       (1, 0): 0x08, (1, 1): 0x10, (1, 2): 0x20, (1, 3): 0x80}
+
+
+def dots(rows: list[list[braille.Run]], label_w: int, plot_rows: range, role: str | None = None) -> set[tuple[int, int]]:
+    """Decode the plot area back into (dot column, dot row from the bottom)."""
+    out = set()
+    n = len(plot_rows)
+    for cy, r in enumerate(plot_rows):
+        x = 0
+        for text, rl in rows[r]:
+            for ch in text:
+                cx = x - label_w
+                x += 1
+                if cx < 0 or not 0x2800 <= ord(ch) <= 0x28FF or (role is not None and rl != role):
+                    continue
+                bits = ord(ch) - 0x2800
+                for (side, ry), bit in DOT.items():
+                    if bits & bit:
+                        out.add((2 * cx + side, 4 * n - 1 - (4 * cy + ry)))
+    return out
+
+
+def text(rows: list[list[braille.Run]]) -> list[str]:
+    return ["".join(t for t, _ in r) for r in rows]
+
+
+def frame(*lines: braille.Line, top: float = 100.0, markers: tuple[float, ...] = (), x0: float = -60.0) -> braille.Frame:
+    return braille.Frame(tuple(lines), x0, 0.0, top, markers, "bit/s", lambda v: f"{v:.0f}")
+
+
+def test_nice_top_rounds_the_axis_up_to_a_readable_number():
+    assert braille.nice_top(0) == 1.0 and braille.nice_top(0, floor=5.0) == 5.0
+    assert braille.nice_top(100) == 100 and braille.nice_top(101) == 120
+    assert braille.nice_top(2.37e9) == 2.5e9 and braille.nice_top(0.37) == pytest.approx(0.4)
+    assert braille.nice_top(9.1) == 10 and braille.nice_top(float("nan")) == 1.0
+
+
+def test_every_row_is_exactly_the_width_with_legend_labels_and_time_axis():
+    rows = braille.chart_rows(frame(braille.Line("eth0 rx", (-60.0, 0.0), (0.0, 100.0))), 50, 10)
+    lines = text(rows)
+    assert len(lines) == 10 and all(len(s) == 50 for s in lines)
+    assert lines[0].startswith("━━ eth0 rx") and lines[0].rstrip().endswith("bit/s")
+    assert lines[1].startswith("100┤") and lines[8].startswith("  0┤")
+    assert lines[-1].split() == ["-60s", "-45s", "-30s", "-15s", "now"]
+    # small charts drop the legend, then the axis, never the plot
+    assert len(braille.chart_rows(frame(), 30, 3)) == 3 and "now" in text(braille.chart_rows(frame(), 30, 3))[-1]
+    assert braille.chart_rows(frame(), 0, 5) == []
+
+
+def test_each_point_lands_on_its_dot_and_consecutive_points_are_joined():
+    rng = random.Random(7)
+    xs = tuple(float(x) for x in range(-60, 1))
+    ys = tuple(rng.uniform(0, 100) for _ in xs)
+    width, height = 70, 12
+    rows = braille.chart_rows(frame(braille.Line("a", xs, ys)), width, height)
+    label_w = 4  # "100" + the axis
+    cols, plot = width - label_w, range(1, height - 1)
+    got = dots(rows, label_w, plot)
+    cols_d, rows_d = 2 * cols - 1, 4 * len(plot) - 1
+    expect = {(int((x + 60) / 60 * cols_d + 0.5), int(y / 100 * rows_d + 0.5)) for x, y in zip(xs, ys)}
+    assert expect <= got
+    # joined: every dot column between the first and last point has at least one dot
+    assert {dx for dx, _ in got} == set(range(0, cols_d + 1))
+
+
+def test_a_step_is_drawn_as_an_unbroken_edge():
+    rows = braille.chart_rows(frame(braille.Line("a", (-60.0, -30.0, -29.0, 0.0), (0.0, 0.0, 100.0, 100.0))), 40, 10)
+    got = dots(rows, 4, range(1, 9))
+    columns = {}
+    for dx, dy in got:
+        columns.setdefault(dx, set()).add(dy)
+    assert any(ys == set(range(0, 32)) for ys in columns.values())  # one column spans bottom to top
+
+
+def test_missing_samples_leave_a_gap_and_values_above_the_top_are_clipped():
+    xs = tuple(float(x) for x in (-60, -59, -58, -57, -20, -19, -18))
+    ys = (10.0, 10.0, 10.0, 10.0, 500.0, 500.0, float("nan"))
+    rows = braille.chart_rows(frame(braille.Line("a", xs, ys)), 64, 10)
+    got = dots(rows, 4, range(1, 9))
+    cols_d = 2 * 60 - 1
+    gap = range(int((-57 + 60) / 60 * cols_d + 0.5) + 1, int((-20 + 60) / 60 * cols_d + 0.5))
+    assert gap and not any(dx in gap for dx, _ in got)
+    assert max(dy for _, dy in got) == 31  # 500 on a 0-100 axis sits on the top row, not beyond
+    assert not any(dx > int((-19 + 60) / 60 * cols_d + 0.5) for dx, _ in got)  # NaN draws nothing
+
+
+def test_markers_are_vertical_lines_and_data_draws_over_them_in_the_later_series_colour():
+    f = frame(braille.Line("a", (-60.0, 0.0), (50.0, 50.0)), braille.Line("b", (-60.0, 0.0), (50.0, 50.0)),
+              markers=(-30.0, -999.0))
+    rows = braille.chart_rows(f, 40, 10)
+    plot = range(1, 9)
+    marks = dots(rows, 4, plot, role="marker")
+    # the cell holding the line shows the line; every other cell of the column the marker
+    (data_dy,) = {dy for _, dy in dots(rows, 4, plot, role="s1")}
+    covered = {dy for _, dy in marks}
+    assert len(covered) == 28 and data_dy not in covered
+    assert len({dx for dx, _ in marks}) == 1  # the marker off the window is not drawn
+    assert not dots(rows, 4, plot, role="s0")  # b drew over a, cell by cell
+    assert len(dots(rows, 4, plot, role="s1")) > 0
+
+
+def test_the_legend_names_every_line_in_its_colour():
+    f = frame(braille.Line("eth0 rx", (0.0,), (1.0,)), braille.Line("eth0 tx", (0.0,), (1.0,)))
+    assert [r for r in braille.legend(f) if r[0] == "━━"] == [("━━", "s0"), ("━━", "s1")]
+
+
+class ChartApp(App[None]):
+    CSS = "ThroughputChart, LatencyChart { height: 10; }"
+
+    def compose(self) -> ComposeResult:
+        yield ThroughputChart(id="t")
+        yield LatencyChart(id="l")
+
+
+async def test_charts_refresh_only_rows_that_changed_and_nothing_for_an_equal_frame():
+    app = ChartApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(ThroughputChart)
+        xs = tuple(float(x) for x in range(-180, 1))
+        flat = Series("veth0", xs, tuple(4e8 for _ in xs), tuple(1e8 for _ in xs))
+        chart.show([flat], [], 180)
+        await pilot.pause()
+        lines = chart.text_lines()
+        assert len(lines) == 10 and "veth0 rx" in lines[0] and "veth0 tx" in lines[0] and lines[1].startswith("500M┤")
+        regions: list[object] = []
+        original = chart.refresh
+
+        def spy(*regions_: object, **kw: object) -> object:
+            regions.extend(regions_ or ["all"])
+            return original(*regions_, **kw)
+
+        chart.refresh = spy  # type: ignore[method-assign]
+        chart.show([flat], [], 180)
+        assert regions == []  # equal picture: nothing sent
+        spike = Series("veth0", xs, (*flat.rx_bits[:-1], 4.5e8), flat.tx_bits)  # same axis (500M)
+        chart.show([spike], [], 180)
+        assert regions and all(getattr(r, "height", 0) == 1 for r in regions) and len(regions) <= 2
+        latency = app.query_one(LatencyChart)
+        latency.show({"10.0.0.2": ([-2.0, -1.0, 0.0], [0.25, 0.31, 0.28])}, [-1.0], 180)
+        await pilot.pause()
+        lat = latency.text_lines()
+        assert lat[0].startswith("━━ 10.0.0.2") and lat[0].rstrip().endswith("ms") and lat[1].startswith("0.4┤")
+        assert math.isclose(latency.frame.top, 0.4)
