@@ -43,57 +43,65 @@ def test_help_screen(snap_compare, theme, size):
     assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3), press=["question_mark"])
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_interface_picker(snap_compare, size):
-    assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(3), press=["i", "down"])
+def test_interface_picker(snap_compare, theme, size):
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3), press=["i", "down"])
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_zoomed_throughput_panel(snap_compare, size):
-    assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(40), press=["3", "z"])
+def test_zoomed_throughput_panel(snap_compare, theme, size):
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(40), press=["3", "z"])
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_non_root_notice(snap_compare, size):
-    app = app_in("nettop-dark", is_root=False, mode="read-only")
+def test_non_root_notice(snap_compare, theme, size):
+    app = app_in(theme, is_root=False, mode="read-only")
     assert snap_compare(app, terminal_size=size, run_before=feed(3, problems=ROOT_PROBLEMS))
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_256_cpu_heatmap_filtered_to_the_nic_node(snap_compare, size):
-    app = app_in("nettop-dark", cpu_nodes={c: c // 64 for c in range(256)})
+def test_256_cpu_heatmap_filtered_to_the_nic_node(snap_compare, theme, size):
+    app = app_in(theme, cpu_nodes={c: c // 64 for c in range(256)})
     assert snap_compare(app, terminal_size=size, run_before=feed(3, cpus=256), press=["2", "z", "n"])
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_latency_panel_with_two_targets(snap_compare, size):
-    app = app_in("nettop-dark")
+def test_latency_panel_with_two_targets(snap_compare, theme, size):
+    app = app_in(theme)
     assert snap_compare(app, terminal_size=size, press=["4", "z"],
                         run_before=feed(30, ping=("198.18.0.2", "tcp://198.18.0.2:22")))
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_ebpf_panel_with_recorded_probe_figures(snap_compare, size):
-    assert snap_compare(app_in("nettop-dark"), terminal_size=size, run_before=feed(3, ebpf=True), press=["6", "z"])
+def test_ebpf_panel_with_recorded_probe_figures(snap_compare, theme, size):
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3, ebpf=True), press=["6", "z"])
 
 
-def tuning_app(tmp_path) -> NettopApp:
+def tuning_app(tmp_path, theme: str) -> NettopApp:
     """A live-mode app whose Tuner may open its screens (nothing here applies a change)."""
     from nettop.actions import Journal, Tuner
 
     app = NettopApp(ScriptedSource(), tuner=Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None))
-    app.theme = "nettop-dark"
+    app.theme = theme
     return app
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_rps_mask_editor(snap_compare, size, tmp_path):
-    assert snap_compare(tuning_app(tmp_path), terminal_size=size, run_before=feed(3),
+def test_rps_mask_editor(snap_compare, theme, size, tmp_path):
+    assert snap_compare(tuning_app(tmp_path, theme), terminal_size=size, run_before=feed(3),
                         press=["1", "down", "k", "1", "2", "right"])
 
 
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_before_after_a_change(snap_compare, size, tmp_path):
+def test_before_after_a_change(snap_compare, theme, size, tmp_path):
     from nettop.timeline import Event
 
     async def run_before(pilot) -> None:
@@ -104,4 +112,39 @@ def test_before_after_a_change(snap_compare, size, tmp_path):
                 src.add_event(Event(synthetic(i).t_wall, "tuning", "rps_cpus eth0 rx-0: 0 (off) → f (CPUs 0-3)"))
             await pilot.pause()
 
-    assert snap_compare(tuning_app(tmp_path), terminal_size=size, run_before=run_before, press=["b"])
+    assert snap_compare(tuning_app(tmp_path, theme), terminal_size=size, run_before=run_before, press=["b"])
+
+
+@pytest.mark.parametrize("theme", THEME_ORDER)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_replay_at_a_tuning_change(snap_compare, theme, size, tmp_path):
+    """The replay screen: header with the recorded host and time, the notice, the event
+    marker on the charts, after jumping to the recorded tuning change."""
+    from nettop.record.replay import ReplaySource
+    from nettop.record.store import Writer
+    from nettop.timeline import Event
+    from nettop.tui.scripted import T_WALL0
+
+    path = str(tmp_path / "incident.nettop")
+    w = Writer(path, {"host": "lab-host", "interval_s": 1.0, "cpu_nodes": {"0": 0}})
+    for i in range(60):
+        ev = [Event(T_WALL0 + i, "tuning", "#1 set: rps_cpus eth0 rx-0 0 → f")] if i == 40 else []
+        w.add_sample(synthetic(i, cpus=2), ev)
+    w.close()
+    src = ReplaySource(path, speed=4)
+    src.paused = True
+    app = NettopApp(src)
+    app.theme = theme
+
+    async def run_before(pilot) -> None:
+        for _ in range(3):  # opening, then the jump: each move runs on a worker
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        await pilot.press("right_square_bracket")
+        for _ in range(200):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if not app.seeking and not app.workers and app.latest is not None:
+                break
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
