@@ -102,23 +102,27 @@ def test_missing_samples_leave_a_gap_and_values_above_the_top_are_clipped():
 
 
 def test_markers_are_vertical_lines_and_data_draws_over_them_in_the_later_series_colour():
-    f = frame(braille.Line("a", (-60.0, 0.0), (50.0, 50.0)), braille.Line("b", (-60.0, 0.0), (50.0, 50.0)),
-              markers=(-30.0, -999.0))
+    flat = braille.Line("a", (-60.0, 0.0), (50.0, 50.0))
+    f = frame(flat, braille.Line("b", (-60.0, 0.0), (10.0, 10.0)), flat, markers=(-30.0, -999.0))
     rows = braille.chart_rows(f, 40, 10)
     plot = range(1, 9)
     marks = dots(rows, 4, plot, role="marker")
     # the cell holding the line shows the line; every other cell of the column the marker
-    (data_dy,) = {dy for _, dy in dots(rows, 4, plot, role="s1")}
+    (data_dy,) = {dy for _, dy in dots(rows, 4, plot, role="s2")}
     covered = {dy for _, dy in marks}
-    assert len(covered) == 28 and data_dy not in covered
+    assert len(covered) == 24 and data_dy not in covered  # b's cell row shows b
     assert len({dx for dx, _ in marks}) == 1  # the marker off the window is not drawn
-    assert not dots(rows, 4, plot, role="s0")  # b drew over a, cell by cell
-    assert len(dots(rows, 4, plot, role="s1")) > 0
+    assert not dots(rows, 4, plot, role="s0")  # the third line drew over the first, cell by cell
 
 
-def test_the_legend_names_every_line_in_its_colour():
-    f = frame(braille.Line("eth0 rx", (0.0,), (1.0,)), braille.Line("eth0 tx", (0.0,), (1.0,)))
-    assert [r for r in braille.legend(f) if r[0] == "━━"] == [("━━", "s0"), ("━━", "s1")]
+def test_the_second_line_of_each_pair_is_dashed_so_rx_and_tx_differ_without_colour():
+    f = frame(braille.Line("eth0 rx", (-60.0, 0.0), (80.0, 80.0)), braille.Line("eth0 tx", (-60.0, 0.0), (20.0, 20.0)))
+    assert [r for r in braille.legend(f) if r[0] in ("━━", "╍╍")] == [("━━", "s0"), ("╍╍", "s1")]
+    rows = braille.chart_rows(f, 64, 10)
+    solid = {dx // 2 for dx, _ in dots(rows, 4, range(1, 9), role="s0")}
+    dashes = {dx // 2 for dx, _ in dots(rows, 4, range(1, 9), role="s1")}
+    assert solid == set(range(60))
+    assert dashes == {c for c in range(60) if c % 3 != 2}
 
 
 class ChartApp(App[None]):

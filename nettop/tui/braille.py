@@ -7,7 +7,9 @@ second, so cost matters: plotext rebuilt its whole canvas per frame (30 ms for a
 only the dots the lines touch: about a millisecond for the same picture.
 
 Roles name what a run is ("axis", "marker", "s0".."s5" for the series, "" for blank);
-the widget maps them to theme styles, so no colour is named here.
+the widget maps them to theme styles, so no colour is named here. Every second line
+(the tx of each interface) is dashed, so the pairs stay apart without colour: in the
+mono theme, under NO_COLOR and for colour-blind readers.
 """
 
 from __future__ import annotations
@@ -76,9 +78,12 @@ class Canvas:
         self.bits = [0] * (cols * rows)
         self.owner = [-1] * (cols * rows)
         self.marks = [0] * (cols * rows)
+        self.dashed = False  # while True, every third cell column of a line is left out
 
     def span(self, dx: int, lo: int, hi: int, series: int) -> None:
         """Set dot column `dx` from dot row `lo` to `hi` (0 = bottom) for `series`."""
+        if self.dashed and (dx >> 1) % 3 == 2:
+            return
         rows, cols = self.rows, self.cols
         top_a, top_b = 4 * rows - 1 - hi, 4 * rows - 1 - lo  # rows from the top
         cx, side = dx >> 1, dx & 1
@@ -92,12 +97,13 @@ class Canvas:
             owner[i] = series
 
     def line(self, xs: Sequence[float], ys: Sequence[float], x0: float, x1: float, top: float,
-             series: int) -> None:
+             series: int, dashed: bool = False) -> None:
         """Draw one series, joining consecutive points; a gap of more than three usual
         steps (samples missing, the probe stopped) is left open."""
         cols_d, rows_d = 2 * self.cols - 1, 4 * self.rows - 1
         if x1 <= x0 or top <= 0 or not xs:
             return
+        self.dashed = dashed
         sx, sy = cols_d / (x1 - x0), rows_d / top
         gap = 3 * _median_step(xs) or math.inf
         start = max(0, bisect.bisect_left(xs, x0) - 1)  # one point left of the edge joins in
@@ -162,6 +168,11 @@ class Canvas:
         return out
 
 
+def dashed(n: int) -> bool:
+    """Whether line `n` of a chart is dashed: the second of each pair (rx solid, tx dashed)."""
+    return n % 2 == 1
+
+
 def _fit(runs: list[Run], width: int) -> list[Run]:
     out, used = [], 0
     for text, role in runs:
@@ -178,7 +189,7 @@ def _fit(runs: list[Run], width: int) -> list[Run]:
 def legend(frame: Frame) -> list[Run]:
     runs: list[Run] = []
     for n, line in enumerate(frame.lines):
-        runs += [("━━", f"s{n % SERIES_STYLES}"), (f" {line.label}  ", "axis")]
+        runs += [("╍╍" if dashed(n) else "━━", f"s{n % SERIES_STYLES}"), (f" {line.label}  ", "axis")]
     if frame.unit:
         runs.append((frame.unit, "axis"))
     return runs
@@ -228,7 +239,7 @@ def chart_rows(frame: Frame, width: int, height: int) -> list[list[Run]]:
         if frame.x0 <= x <= frame.x1:
             canvas.marker(int((x - frame.x0) / (frame.x1 - frame.x0) * (2 * cols - 1) + 0.5))
     for n, line in enumerate(frame.lines):
-        canvas.line(line.xs, line.ys, frame.x0, frame.x1, frame.top, n)
+        canvas.line(line.xs, line.ys, frame.x0, frame.x1, frame.top, n, dashed(n))
     out: list[list[Run]] = []
     if has_legend:
         out.append(_fit(legend(frame), width))
