@@ -64,6 +64,20 @@ def test_latency_ebpf_problems_and_odd_ints_round_trip(two_reads):
     assert _roundtrip(big, codec.split(big)[1][:]) == big
 
 
+def test_the_encoders_fast_paths_keep_types_exact(two_reads):
+    """Tuples of plain ints and dataclasses of plain ints are copied in one step; a bool,
+    a float or None among them must still come back as itself, not as an int."""
+    _, b = two_reads
+    odd = dataclasses.replace(b, online_cpus=(0, True, 2), problems=(Problem("/proc/y", "one"),))
+    back = _roundtrip(odd)
+    assert back == odd and type(back.online_cpus[1]) is bool and type(back.online_cpus[0]) is int
+    mixed = dataclasses.replace(b, online_cpus=(1, 2.5, None))  # not a run of counters
+    assert _roundtrip(mixed).online_cpus == (1, 2.5, None)
+    sk, ints, floats = codec.split(odd)
+    assert '"online_cpus"' not in sk and [0, True, 0] == json.loads(sk)["f"][
+        [f.name for f in dataclasses.fields(odd)].index("online_cpus")]
+
+
 def test_a_hostile_skeleton_only_fails_to_decode(two_reads):
     _, b = two_reads
     sk, ints, floats = codec.split(b)

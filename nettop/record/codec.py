@@ -59,6 +59,15 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+# The fields of each dataclass as one C-level call (a tuple even for one field); Irq is
+# left out: its `total` is stored as a difference (`_enc_other`).
+_GETTERS: dict[type, Callable[[Any], tuple]] = {
+    c: (operator.attrgetter(*names) if len(names) > 1
+        else (lambda obj, _n=names[0]: (getattr(obj, _n),)) if names else (lambda obj: ()))
+    for c, names in _FIELDS.items() if c is not S.Irq
+}
+
+
 class CodecError(ValueError):
     """A row that cannot be turned back into a snapshot (corrupt or foreign)."""
 
@@ -72,6 +81,41 @@ def split(snap: S.Snapshot) -> tuple[str, list[int], list[float]]:
 
 
 def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
+    """The skeleton of `obj`, appending its counters to `ints` and `floats`.
+
+    Exact builtin types are tested first, and a tuple of plain ints (per-CPU counts:
+    most of a 64-CPU snapshot) is copied in one step: a 64-CPU snapshot has ~7 000
+    nodes, and one type test chain per node was most of the recorder's cost. Anything
+    else (enums, subclasses, dataclasses, mappings) takes `_enc_other`, which gives
+    the same skeleton the plain chain always did.
+    """
+    t = type(obj)
+    if t is int:
+        ints.append(obj)
+        return 0
+    if t is float:
+        floats.append(obj)
+        return 0.0
+    if t is tuple:
+        for v in obj:
+            if type(v) is not int:
+                return [_enc(v, ints, floats) for v in obj]
+        ints.extend(obj)
+        return [0] * len(obj)
+    if t is str or obj is None or t is bool:
+        return obj
+    get = _GETTERS.get(t)
+    if get is not None:
+        values = get(obj)
+        for v in values:
+            if type(v) is not int:
+                return {"c": _NAMES[t], "f": [_enc(v, ints, floats) for v in values]}
+        ints.extend(values)
+        return {"c": _NAMES[t], "f": [0] * len(values)}
+    return _enc_other(obj, ints, floats)
+
+
+def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
     if isinstance(obj, enum.Enum):
         return {"e": _NAMES[type(obj)], "v": obj.value}
     if obj is None or obj is True or obj is False or isinstance(obj, str):
