@@ -46,6 +46,17 @@ def test_irq_counts_wrap_at_32_bits_per_cpu():
     assert r.per_s == 200.0 and not r.reset
 
 
+def test_irq_count_that_went_back_is_a_reset_and_a_cpu_that_came_online_has_no_rate_yet():
+    name = "mlx5_comp0@pci:0000:81:00.0"
+    a = snap(0, irqs=[Irq(40, "PCI-MSIX", "1-edge", name, (5000, 7), 5007)])
+    b = snap(1, irqs=[Irq(40, "PCI-MSIX", "1-edge", name, (30, 9), 39)])  # CPU 0's count restarted
+    r = compute_rates(a, b).irqs[40]
+    assert r.per_cpu_per_s == {0: 30.0, 1: 2.0} and r.reset
+    grown = snap(1, cpus=(0, 1, 2), irqs=[Irq(40, "PCI-MSIX", "1-edge", name, (5100, 8, 4), 5112)])
+    r = compute_rates(a, grown).irqs[40]
+    assert r.per_cpu_per_s == {0: 100.0, 1: 1.0} and r.per_s == 101.0 and not r.reset
+
+
 def test_cpu_offlined_between_samples_is_gone_and_the_rest_still_computes():
     t = lambda cpu, k: CpuTimes(cpu, 10 * k, 0, 10 * k, 70 * k, 0, 5 * k, 5 * k, 0)  # noqa: E731
     a = snap(0, cpus=(0, 1), times={0: t(0, 1), 1: t(1, 1)},
