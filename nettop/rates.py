@@ -9,6 +9,7 @@ reported gone, a counter that was reset is flagged.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Mapping
@@ -105,12 +106,15 @@ class Rates:
 
 
 def _per_s(prev: int, cur: int, elapsed: float, modulus: int) -> tuple[float, bool]:
+    if cur >= prev:  # nearly always: no wrap or reset to judge
+        return (cur - prev) / elapsed, False
     d, step = delta(prev, cur, modulus)
     return d / elapsed, step is Step.RESET
 
 
-def _pct(part: int, whole: int) -> float:
-    return 100.0 * part / whole if whole > 0 else 0.0
+_SOFTNET_RATES = ("softnet_processed_per_s", "softnet_dropped_per_s", "time_squeeze_per_s",
+                  "received_rps_per_s", "flow_limit_per_s")
+_SOFTNET = operator.attrgetter("processed", "dropped", "time_squeeze", "received_rps", "flow_limit_count")
 
 
 def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, CpuRates]:
@@ -135,14 +139,8 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, CpuRat
         if nb is not None:
             fields["backlog"] = nb.backlog
         if na and nb:
-            for name, attr in (
-                ("softnet_processed_per_s", "processed"),
-                ("softnet_dropped_per_s", "dropped"),
-                ("time_squeeze_per_s", "time_squeeze"),
-                ("received_rps_per_s", "received_rps"),
-                ("flow_limit_per_s", "flow_limit_count"),
-            ):
-                fields[name], r = _per_s(getattr(na, attr), getattr(nb, attr), elapsed, U32)
+            for name, x, y in zip(_SOFTNET_RATES, _SOFTNET(na), _SOFTNET(nb)):
+                fields[name], r = _per_s(x, y, elapsed, U32)
                 reset |= r
         out[cpu] = CpuRates(cpu=cpu, presence=presence, reset=reset, **fields)  # type: ignore[arg-type]
     return out
@@ -151,12 +149,15 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, CpuRat
 def _time_split(a: CpuTimes, b: CpuTimes) -> tuple[dict[str, float], bool]:
     """Percent of elapsed CPU ticks per state; a backwards total means the CPU was reset."""
     total = b.total - a.total
-    if total <= 0 or any(getattr(b, f) < getattr(a, f) for f in _TIME_FIELDS):
-        return {f"{f}_pct": 0.0 for f in _TIME_FIELDS}, total < 0
-    return {f"{f}_pct": _pct(getattr(b, f) - getattr(a, f), total) for f in _TIME_FIELDS}, False
+    va, vb = _TIMES(a), _TIMES(b)
+    if total <= 0 or any(y < x for x, y in zip(va, vb)):
+        return dict.fromkeys(_PCT_NAMES, 0.0), total < 0
+    return {name: 100.0 * (y - x) / total for name, x, y in zip(_PCT_NAMES, va, vb)}, False
 
 
 _TIME_FIELDS = ("user", "system", "idle", "iowait", "irq", "softirq", "steal")
+_TIMES = operator.attrgetter(*_TIME_FIELDS)
+_PCT_NAMES = tuple(f"{f}_pct" for f in _TIME_FIELDS)
 
 
 def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, IrqRates]:
