@@ -180,11 +180,11 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, IrqRat
 def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
              elapsed: float) -> IrqRates:
     assert a.counts is not None and b.counts is not None
+    per_cpu: dict[int, float] = {}
+    total = 0.0
+    reset = False
     if pcpus == ccpus and len(a.counts) == len(b.counts):
         # the usual case, side by side; only a backwards count needs `delta`'s judgement
-        per_cpu = {}
-        total = 0.0
-        reset = False
         for cpu, old, cnt in zip(ccpus, a.counts, b.counts):
             if cnt >= old:
                 r = (cnt - old) / elapsed
@@ -195,14 +195,11 @@ def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
             total += r
         return IrqRates(b.irq, Presence.BOTH, total, per_cpu, reset)
     before = dict(zip(pcpus, a.counts))
-    per_cpu: dict[int, float] = {}
-    total = 0.0
-    reset = False
     for cpu, cnt in zip(ccpus, b.counts):
-        old = before.get(cpu)
-        if old is None:  # CPU came online: its count since then is unknown
+        was = before.get(cpu)
+        if was is None:  # CPU came online: its count since then is unknown
             continue
-        r, was_reset = _per_s(old, cnt, elapsed, U32)
+        r, was_reset = _per_s(was, cnt, elapsed, U32)
         reset |= was_reset
         per_cpu[cpu] = r
         total += r

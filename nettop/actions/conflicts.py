@@ -58,7 +58,7 @@ def _request(path: str, command: bytes, reply: bool, timeout: float) -> bytes:
         s.sendmsg([command], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
         if not reply:
             return b""
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             b = s.recv(65536)
             if not b:

@@ -129,7 +129,7 @@ def replay(lines: list[str]) -> State:
 
 def _finish_group(st: State, rec: dict[str, Any]) -> None:
     gid, action, ref = rec.get("group"), rec.get("action"), rec.get("ref")
-    if action == "set":
+    if action == "set" and isinstance(gid, int):
         st.undo.append(gid)
         st.redo.clear()
     elif action == "undo" and ref in st.undo:

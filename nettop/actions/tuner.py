@@ -197,7 +197,8 @@ class Tuner:
             originals = list(st.originals().values())
             group = st.next_group
             st.next_group += 1
-            results, errors = [], []
+            results: list[Any] = []
+            errors: list[str] = []
             self.skipped = []
             for e in reversed(originals):
                 try:

@@ -19,7 +19,7 @@ import os
 import tempfile
 import threading
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 from nettop.ebpf import preflight
 from nettop.ebpf.cost import RunTimeStats, read_prog_run
@@ -47,7 +47,7 @@ class EbpfProbes:
         self.attached: tuple[str, ...] = ()
         self.errors: tuple[str, ...] = ()
         self._lock = threading.RLock()
-        self._bpf = None
+        self._bpf: Any = None  # bcc.BPF once loaded (bcc ships no types)
         self._stats = RunTimeStats()
         self._readers: dict[str, object] = {}
         self._progs: dict[str, int] = {}  # tracepoint -> prog fd

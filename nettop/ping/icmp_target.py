@@ -40,7 +40,7 @@ class IcmpTarget:
         self.size = size
         self.sock: socket.socket | None = None
         self.raw = False
-        self.family = socket.AF_INET
+        self.family: int = socket.AF_INET
         self.ident = random.getrandbits(16)
         self.expect_ident = self.ident
         self.next_probe = random.getrandbits(32)  # a restart never reuses probe numbers

@@ -14,7 +14,7 @@ import queue
 import select
 import threading
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 from nettop.ping.icmp import DEFAULT_PAYLOAD
 from nettop.ping.icmp_target import IcmpTarget, send_error
@@ -185,7 +185,7 @@ class Prober:
             slot.tracker.error = result
             slot.retry_resolve_ns = now + int(RESOLVE_RETRY_S * 1e9)
             return
-        family, sockaddr = result  # type: ignore[misc]
+        family, sockaddr = cast(tuple[int, tuple], result)
         slot.tracker.address = sockaddr[0]
         assert slot.target is not None
         try:

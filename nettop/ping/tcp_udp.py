@@ -36,7 +36,7 @@ _LINGER_RST = struct.pack("ii", 1, 0)
 class TcpTarget:
     def __init__(self, tracker: Tracker) -> None:
         self.tracker = tracker
-        self.family = socket.AF_INET
+        self.family: int = socket.AF_INET
         self.sockaddr: tuple = ()
         self.next_probe = 0
         self._socks: dict[int, socket.socket] = {}  # probe -> its connecting socket
@@ -72,7 +72,11 @@ class TcpTarget:
             self.tracker.lost(probe, send_error(self.tracker.target, OSError(rc, _strerror(rc))))
             return
         self._socks[probe] = sock
-        self._register(sock.fileno(), select.EPOLLOUT, lambda ev, p=probe: self._done(p))
+
+        def connected(_events: int, p: int = probe) -> None:
+            self._done(p)
+
+        self._register(sock.fileno(), select.EPOLLOUT, connected)
 
     def _done(self, probe: int) -> None:
         sock = self._socks.pop(probe, None)
@@ -122,7 +126,7 @@ class UdpTarget:
         self.token = token
         self.size = size
         self.sock: socket.socket | None = None
-        self.family = socket.AF_INET
+        self.family: int = socket.AF_INET
         self.next_probe = 0
 
     def open(self, family: int, sockaddr: tuple, register: Register,

@@ -61,11 +61,16 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 
 # The fields of each dataclass as one C-level call (a tuple even for one field); Irq is
 # left out: its `total` is stored as a difference (`_enc_other`).
-_GETTERS: dict[type, Callable[[Any], tuple]] = {
-    c: (operator.attrgetter(*names) if len(names) > 1
-        else (lambda obj, _n=names[0]: (getattr(obj, _n),)) if names else (lambda obj: ()))
-    for c, names in _FIELDS.items() if c is not S.Irq
-}
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+_GETTERS: dict[type, Callable[[Any], tuple]] = {c: _getter(names) for c, names in _FIELDS.items() if c is not S.Irq}
 
 
 class CodecError(ValueError):

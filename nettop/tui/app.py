@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Iterable
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
@@ -125,10 +125,10 @@ class NettopApp(TuningMixin, App[None]):
     CSS_PATH = str(Path(__file__).with_name("nettop.tcss"))  # absolute: subclasses live elsewhere
     TITLE = "nettop"
     ENABLE_COMMAND_PALETTE = True
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (34, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "help", key_display="?", tooltip="this help: every key"),
         Binding("q", "quit", "quit", tooltip="quit nettop"),
         Binding("space,p", "pause", "pause", tooltip="pause / resume sampling (the screen keeps the last sample)"),
@@ -465,7 +465,9 @@ class NettopApp(TuningMixin, App[None]):
         if not panel.display:
             panel.display = True
         empty = self.query_one("#ebpf-empty", EmptyState)
-        tables = [self.query_one(t) for t in (NapiTable, SoftirqTable, HardirqTable, DropTable)]
+        tables: list[NapiTable | SoftirqTable | HardirqTable | DropTable] = [
+            self.query_one(NapiTable), self.query_one(SoftirqTable), self.query_one(HardirqTable),
+            self.query_one(DropTable)]
         if sample is None:
             if switch is not None and switch.state == "compiling":
                 text = "eBPF: compiling the probes (a few seconds; sampling goes on)…"
@@ -533,7 +535,8 @@ class NettopApp(TuningMixin, App[None]):
 
     def active_bindings_list(self) -> list[Binding]:
         """The app's bindings this source offers, in declaration order (help, palette)."""
-        return [b for b in self.BINDINGS if self.check_action(b.action.split("(", 1)[0], ()) is not False]
+        return [b for b in self.BINDINGS
+                if isinstance(b, Binding) and self.check_action(b.action.split("(", 1)[0], ()) is not False]
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

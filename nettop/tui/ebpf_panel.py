@@ -145,7 +145,7 @@ class NapiTable(LiveTable):
 
     @staticmethod
     def rows(doc: dict[str, Any]) -> list[tuple[str, tuple[Cell, ...]]]:
-        out = []
+        out: list[tuple[str, tuple[Cell, ...]]] = []
         for n in doc["napi"]:
             where = n["ifname"] or f"backlog cpu{n['backlog_cpu']}"
             if n["ifname"] and not n["host_netns"]:
@@ -183,7 +183,7 @@ class SoftirqTable(LiveTable):
 
     @staticmethod
     def rows(doc: dict[str, Any]) -> list[tuple[str, tuple[Cell, ...]]]:
-        out = []
+        out: list[tuple[str, tuple[Cell, ...]]] = []
         for r in doc["softirq"]:
             w, run = r["wait_us"], r["run_us"]
             out.append((f"{r['cpu']}/{r['vec']}", (
@@ -201,7 +201,7 @@ class DropTable(LiveTable):
 
     @staticmethod
     def rows(doc: dict[str, Any]) -> list[tuple[str, tuple[Cell, ...]]]:
-        out = []
+        out: list[tuple[str, tuple[Cell, ...]]] = []
         for r in doc["drops"]["rows"][:TOP_DROPS]:
             dev = r["ifname"] if r["host_netns"] or not r["ifname"] else f"{r['ifname']}@ns"
             key = f"{r['reason']}/{r['ifname']}/{r['netns']}/{r['location']}"

@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from nettop.sampler import Reader
+
+if TYPE_CHECKING:
+    from nettop.sampler import Sampler
 from nettop.sysroot import LIVE, SysRoot
 from nettop.timeline import Event, Point, Timeline
 from nettop.tui.ebpf_panel import ProbeSwitch
@@ -138,14 +141,14 @@ class LiveSource:
         self.is_root = os.geteuid() == 0
         self.mode = "live" if root.live and self.is_root else "read-only"
         self.timeline = Timeline(max_points=max_points)
-        self.cpu_nodes = read_cpu_nodes(root)
+        self.cpu_nodes: Mapping[int, int] = read_cpu_nodes(root)
         self._interval = interval
         self._paused = False
         self._mailbox = Mailbox()
-        self._sampler = None
-        self._reader = None
+        self._sampler: Sampler | None = None
+        self._reader: Reader | None = None
         self._wake: Wake | None = None
-        self._process = None
+        self._process: Any = None  # psutil.Process, imported when first asked
         self._last_error: str | None = None
         self.tap = RecordingTap()  # the record key; written on the sampler thread
         self.probe_switch = ProbeSwitch(self._attach_probes)  # the eBPF key
@@ -188,9 +191,9 @@ class LiveSource:
             self._reader = off_loop(lambda: HostReader(self.root, self.ifnames, prober=self.prober))
         else:
             self._reader = self._given_reader
-        self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
-        self._sampler.paused = self._paused
-        self._sampler.start()
+        sampler = self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
+        sampler.paused = self._paused
+        sampler.start()
 
     def _on_sample(self, snap) -> None:  # type: ignore[no-untyped-def]
         point = self.timeline.append(snap)
@@ -214,8 +217,9 @@ class LiveSource:
             self._sampler = None
         self.tap.stop()
         if self._reader is not None:
-            if self._reader is not self._given_reader:
-                off_loop(self._reader.close)
+            close = getattr(self._reader, "close", None)  # the HostReader we opened
+            if self._reader is not self._given_reader and close is not None:
+                off_loop(close)
             self._reader = None
         if self.prober is not None:
             self.prober.stop()

@@ -12,7 +12,7 @@ from typing import ClassVar, Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -32,7 +32,7 @@ class LiveTable(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"livetable--header", "livetable--cursor",
                                              *(f"cell--{lv}" for lv in LEVELS)}
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
         Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
         Binding("home", "cursor(-1000000)", show=False), Binding("end", "cursor(1000000)", show=False),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -110,7 +110,7 @@ class ConfirmScreen(ModalScreen["str | None"]):
     and IRQs move, b applies and bans them from irqbalance through its socket, so it does
     not move them back seconds later."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer('yes')", "apply"),
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer('yes')", "apply"),
                                          Binding("b", "answer('ban')", "apply + ban", show=False),
                                          Binding("n,escape", "answer(None)", "cancel")]
 
@@ -137,12 +137,12 @@ class MaskEditor(ModalScreen["str | None"]):
     """Toggle the CPUs of an RPS or XPS mask: 0-9 toggle those CPUs, left/right and space
     for any CPU, f all, c none, * this queue or all rx queues (RPS); enter applies."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "apply", "apply", priority=True), Binding("escape", "cancel", "cancel"),
         Binding("left", "move(-1)", show=False), Binding("right", "move(1)", show=False),
         Binding("space", "toggle_cursor", show=False), Binding("f", "fill", "all CPUs"),
         Binding("c", "clear", "none"), Binding("asterisk", "all_queues", "all queues"),
-        *(Binding(str(d), f"toggle({d})", show=False) for d in range(10)),
+        *(Binding(str(d), f"toggle_cpu({d})", show=False) for d in range(10)),
     ]
 
     def __init__(self, what: str, ifname: str, queue: int, cpus: Sequence[int], chosen: set[int],
@@ -187,14 +187,14 @@ class MaskEditor(ModalScreen["str | None"]):
                 grid.append("\n")
         self.query_one("#mask-grid", Static).update(grid)
 
-    def action_toggle(self, cpu: int) -> None:
+    def action_toggle_cpu(self, cpu: int) -> None:
         if cpu in self.cpus:
             self.chosen ^= {cpu}
             self._draw()
 
     def action_toggle_cursor(self) -> None:
         if self.cpus:
-            self.action_toggle(self.cpus[self.cursor])
+            self.action_toggle_cpu(self.cpus[self.cursor])
 
     def action_move(self, step: int) -> None:
         if self.cpus:
@@ -225,7 +225,7 @@ class JournalScreen(ModalScreen[None]):
     """The tuning journal, newest last: up/down pick, b compares before/after, x reverts
     everything nettop changed in this journal, escape closes."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,j,q", "close", "close"), Binding("up", "move(-1)", show=False),
         Binding("down", "move(1)", show=False), Binding("b", "before_after", "before/after"),
         Binding("x", "revert_all", "revert all"),
@@ -278,7 +278,7 @@ class JournalScreen(ModalScreen[None]):
 class BeforeAfterScreen(ModalScreen[None]):
     """The seconds before a change next to the seconds after it."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,b,q", "close", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,b,q", "close", "close")]
 
     def __init__(self, title: str, rows: Sequence[tuple[str, str, str, str]], note: str) -> None:
         super().__init__(id="before-after")
@@ -500,6 +500,11 @@ class TuningMixin:
             return
         self.call_from_thread(self._applied, results, [])  # type: ignore[attr-defined]
 
+    def _revert_unless_refused(self) -> None:
+        """The journal screen's "revert all": nothing in replay or read-only mode."""
+        if not self._refuse():
+            self._revert_all()
+
     @work(thread=True, group="tuning", exit_on_error=False)
     def _revert_all(self) -> None:
         tuner = self.get_tuner()
@@ -530,7 +535,7 @@ class TuningMixin:
             except ActionError as exc:
                 drift = [str(exc)]
         screen = JournalScreen(events, self._show_before_after,
-                               (lambda: None if self._refuse() else self._revert_all()), drift)
+                               self._revert_unless_refused, drift)
         self.call_from_thread(self.push_screen, screen)  # type: ignore[attr-defined]
 
     def action_before_after(self) -> None:
