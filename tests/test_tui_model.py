@@ -14,7 +14,8 @@ from nettop.timeline import Event, Timeline
 from nettop.tui import format as fmt
 from nettop.tui import model
 from nettop.tui.scripted import ROOT_PROBLEMS, synthetic
-from nettop.tui.source import Mailbox, parse_cpu_list, read_cpu_nodes
+from nettop.collectors.cpus import parse_cpu_list, read_cpu_nodes
+from nettop.tui.source import Mailbox
 
 
 def test_si_and_percent_formatting():
@@ -35,16 +36,16 @@ def test_sparkline_scales_to_its_own_peak_and_blanks_unknowns():
     assert fmt.sparkline([None, 0.0], 4) == "   ▁"
 
 
-def test_parse_cpu_list_skips_malformed_parts():
-    assert parse_cpu_list("0-3,8,x,10-9a\n") == [0, 1, 2, 3, 8]
-
-
 def test_cpu_nodes_from_a_captured_tree(tmp_path):
     for node, cpus in (("node0", "0-1"), ("node1", "2-3")):
         d = tmp_path / "sys/devices/system/node" / node
         d.mkdir(parents=True)
         (d / "cpulist").write_text(cpus + "\n")
     (tmp_path / "sys/devices/system/node/possible").write_text("0-1\n")
+    assert read_cpu_nodes(SysRoot(str(tmp_path))) == {0: 0, 1: 0, 2: 1, 3: 1}
+    bad = tmp_path / "sys/devices/system/node/node2"
+    bad.mkdir()
+    (bad / "cpulist").write_text("4-x\n")  # unparsable: that node is unknown, the rest stand
     assert read_cpu_nodes(SysRoot(str(tmp_path))) == {0: 0, 1: 0, 2: 1, 3: 1}
     assert read_cpu_nodes(SysRoot(str(tmp_path / "nothing"))) == {}
 

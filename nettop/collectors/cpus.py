@@ -164,3 +164,24 @@ def read_possible_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
         return (), [from_oserror(POSSIBLE, exc)]
     except ValueError as exc:
         return (), [Problem(POSSIBLE, f"cannot parse {POSSIBLE}: {exc}")]
+
+
+def read_cpu_nodes(root: SysRoot) -> dict[int, int]:
+    """CPU id -> NUMA node from sys/devices/system/node/node*/cpulist; empty on a kernel
+    without NUMA. A node whose list cannot be read or parsed is left out (the CPU panel's
+    node filter then says the node is unknown)."""
+    out: dict[int, int] = {}
+    try:
+        names = root.listdir("sys/devices/system/node")
+    except OSError:
+        return out
+    for name in names:
+        if not (name.startswith("node") and name[4:].isdigit()):
+            continue
+        try:
+            cpus = parse_cpu_list(root.read_line(f"sys/devices/system/node/{name}/cpulist"))
+        except (OSError, ValueError):
+            continue
+        for cpu in cpus:
+            out[cpu] = int(name[4:])
+    return out

@@ -221,25 +221,10 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
 
 
 def _cpu_nodes(root: Any) -> dict[str, int]:
-    """CPU id -> NUMA node, for the replayed CPU panel's node filter."""
-    out: dict[str, int] = {}
-    try:
-        names = root.listdir("sys/devices/system/node")
-    except OSError:
-        return out
-    for name in names:
-        if not (name.startswith("node") and name[4:].isdigit()):
-            continue
-        try:
-            text = root.read_line(f"sys/devices/system/node/{name}/cpulist")
-        except OSError:
-            continue
-        for part in text.strip().split(","):
-            lo, _, hi = part.partition("-")
-            if lo.isdigit() and (not hi or hi.isdigit()):
-                for cpu in range(int(lo), int(hi or lo) + 1):
-                    out[str(cpu)] = int(name[4:])
-    return out
+    """CPU id -> NUMA node, for the replayed CPU panel's node filter (JSON keys are strings)."""
+    from nettop.collectors.cpus import read_cpu_nodes
+
+    return {str(cpu): node for cpu, node in read_cpu_nodes(root).items()}
 
 
 class LiveRecording:

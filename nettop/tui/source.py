@@ -14,6 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
+from nettop.collectors.cpus import read_cpu_nodes
 from nettop.sampler import Reader
 
 if TYPE_CHECKING:
@@ -96,36 +97,6 @@ def off_loop(fn: Callable[[], T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
-
-
-def read_cpu_nodes(root: SysRoot) -> dict[int, int]:
-    """CPU id -> NUMA node from /sys/devices/system/node; empty on non-NUMA kernels."""
-    out: dict[int, int] = {}
-    try:
-        names = root.listdir("sys/devices/system/node")
-    except OSError:
-        return out
-    for name in names:
-        if not name.startswith("node") or not name[4:].isdigit():
-            continue
-        try:
-            text = root.read_line(f"sys/devices/system/node/{name}/cpulist")
-        except OSError:
-            continue
-        for cpu in parse_cpu_list(text):
-            out[cpu] = int(name[4:])
-    return out
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """'0-3,8' -> [0, 1, 2, 3, 8]; malformed parts are skipped."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        lo, _, hi = part.partition("-")
-        if not lo.strip().isdigit() or (hi and not hi.strip().isdigit()):
-            continue
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
 
 
 class LiveSource:
