@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from nettop.counters import U32, U64, Step, delta
 from nettop.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
@@ -180,27 +180,21 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, IrqRat
 def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
              elapsed: float) -> IrqRates:
     assert a.counts is not None and b.counts is not None
+    pairs: Iterable[tuple[int, int, int]]  # (cpu, count before, count now)
+    if pcpus == ccpus:  # the usual case: the counts side by side
+        pairs = zip(ccpus, a.counts, b.counts)
+    else:  # a CPU that came online has no rate yet: its count since then is unknown
+        before = dict(zip(pcpus, a.counts))
+        pairs = ((cpu, before[cpu], cnt) for cpu, cnt in zip(ccpus, b.counts) if cpu in before)
     per_cpu: dict[int, float] = {}
     total = 0.0
     reset = False
-    if pcpus == ccpus and len(a.counts) == len(b.counts):
-        # the usual case, side by side; only a backwards count needs `delta`'s judgement
-        for cpu, old, cnt in zip(ccpus, a.counts, b.counts):
-            if cnt >= old:
-                r = (cnt - old) / elapsed
-            else:
-                r, was_reset = _per_s(old, cnt, elapsed, U32)
-                reset |= was_reset
-            per_cpu[cpu] = r
-            total += r
-        return IrqRates(b.irq, Presence.BOTH, total, per_cpu, reset)
-    before = dict(zip(pcpus, a.counts))
-    for cpu, cnt in zip(ccpus, b.counts):
-        was = before.get(cpu)
-        if was is None:  # CPU came online: its count since then is unknown
-            continue
-        r, was_reset = _per_s(was, cnt, elapsed, U32)
-        reset |= was_reset
+    for cpu, old, cnt in pairs:
+        if cnt >= old:  # inline: only a backwards count needs `delta`'s judgement
+            r = (cnt - old) / elapsed
+        else:
+            r, was_reset = _per_s(old, cnt, elapsed, U32)
+            reset |= was_reset
         per_cpu[cpu] = r
         total += r
     return IrqRates(b.irq, Presence.BOTH, total, per_cpu, reset)
