@@ -102,22 +102,22 @@ def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
         floats.append(obj)
         return 0.0
     if t is tuple:
-        for v in obj:
-            if type(v) is not int:
-                return [_enc(v, ints, floats) for v in obj]
-        ints.extend(obj)
-        return [0] * len(obj)
+        return _enc_items(obj, ints, floats)
     if t is str or obj is None or t is bool:
         return obj
     get = _GETTERS.get(t)
     if get is not None:
-        values = get(obj)
-        for v in values:
-            if type(v) is not int:
-                return {"c": _NAMES[t], "f": [_enc(v, ints, floats) for v in values]}
-        ints.extend(values)
-        return {"c": _NAMES[t], "f": [0] * len(values)}
+        return {"c": _NAMES[t], "f": _enc_items(get(obj), ints, floats)}
     return _enc_other(obj, ints, floats)
+
+
+def _enc_items(values: tuple, ints: list[int], floats: list[float]) -> list[Any]:
+    """A tuple's or a dataclass's values: all plain ints (a run of counters) in one step."""
+    for v in values:
+        if type(v) is not int:
+            return [_enc(v, ints, floats) for v in values]
+    ints.extend(values)
+    return [0] * len(values)
 
 
 def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
@@ -344,10 +344,7 @@ def _planes(zs: list[int]) -> bytes:
     High planes are mostly zero and cost almost nothing; cut short (a chain's counters
     are stored largest step first, so a high plane ends early) they also cost nothing to
     decode. Decoding is slicing and one conversion, never a loop over values."""
-    arr = array.array("Q", zs)
-    if sys.byteorder != "little":
-        arr.byteswap()  # pragma: no cover - the format is little-endian
-    raw = arr.tobytes()
+    raw = _u64(zs)
     top = max(zs, default=0)
     width = max(1, (top.bit_length() + 7) // 8)
     planes = [raw[k::8].rstrip(b"\x00") for k in range(width)]
