@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Ty
 
 from nettop.collectors.cpus import read_cpu_nodes
 from nettop.sampler import Reader
-
-if TYPE_CHECKING:
-    from nettop.sampler import Sampler
 from nettop.sysroot import LIVE, SysRoot
 from nettop.timeline import Event, Point, Timeline
 from nettop.tui.ebpf_panel import ProbeSwitch
 from nettop.tui.recording import RecordingTap
+
+if TYPE_CHECKING:
+    from nettop.sampler import Sampler
 
 Wake = Callable[[], None]
 
