@@ -91,12 +91,25 @@ def reads():
     return out
 
 
-def test_any_access_order_gives_the_recorded_snapshots(reads, tmp_path):
-    path = str(tmp_path / "r.nettop")
+def recorded(path: str, snaps) -> str:
+    """A format-2 file of `snaps`, written by the recorder's Writer."""
     w = Writer(path, {"host": "h"})
-    for s in reads:
-        w.add_sample(s)
+    for snap in snaps:
+        w.add_sample(snap)
     w.close()
+    return path
+
+
+def tamper(path: str, sql: str) -> None:
+    """Change the file behind the Writer's back, as damage or another tool would."""
+    db = sqlite3.connect(path)
+    db.execute(sql)
+    db.commit()
+    db.close()
+
+
+def test_any_access_order_gives_the_recorded_snapshots(reads, tmp_path):
+    path = recorded(str(tmp_path / "r.nettop"), reads)
     r = Reader(path)
     assert r.version == 2 and r.meta["schema_version"] == "2"
     assert list(r.snapshots()) == reads
@@ -117,11 +130,7 @@ def test_values_beyond_64_bits_make_key_samples_and_come_back_exact(reads, tmp_p
     for i in (5,):
         link = dataclasses.replace(snaps[i].links[name], rx_dropped=2 ** 64 - 1)
         snaps[i] = dataclasses.replace(snaps[i], links={**snaps[i].links, name: link})
-    path = str(tmp_path / "wide.nettop")
-    w = Writer(path, {"host": "h"})
-    for s in snaps:
-        w.add_sample(s)
-    w.close()
+    path = recorded(str(tmp_path / "wide.nettop"), snaps)
     r = Reader(path)
     assert list(r.snapshots()) == snaps
     preds = [p for (p,) in r._db.execute("SELECT pred FROM sample ORDER BY seq")]
@@ -132,15 +141,8 @@ def test_values_beyond_64_bits_make_key_samples_and_come_back_exact(reads, tmp_p
 
 
 def test_a_changed_timestamp_is_caught_by_the_crc(reads, tmp_path):
-    path = str(tmp_path / "t.nettop")
-    w = Writer(path, {"host": "h"})
-    for s in reads[:20]:
-        w.add_sample(s)
-    w.close()
-    db = sqlite3.connect(path)
-    db.execute("UPDATE sample SET t_mono = t_mono + 0.5 WHERE seq = 10")
-    db.commit()
-    db.close()
+    path = recorded(str(tmp_path / "t.nettop"), reads[:20])
+    tamper(path, "UPDATE sample SET t_mono = t_mono + 0.5 WHERE seq = 10")
     r = Reader(path)
     got = list(r.snapshots())
     assert got == reads[:9]  # the changed row and the rest of its chain are skipped, never wrong
@@ -148,15 +150,8 @@ def test_a_changed_timestamp_is_caught_by_the_crc(reads, tmp_path):
 
 
 def test_a_damaged_row_costs_its_chain_from_there_on_not_more(reads, tmp_path):
-    path = str(tmp_path / "d.nettop")
-    w = Writer(path, {"host": "h"})
-    for s in reads:
-        w.add_sample(s)
-    w.close()
-    db = sqlite3.connect(path)
-    db.execute("UPDATE sample SET ints = zeroblob(length(ints)) WHERE seq = 30")
-    db.commit()
-    db.close()
+    path = recorded(str(tmp_path / "d.nettop"), reads)
+    tamper(path, "UPDATE sample SET ints = zeroblob(length(ints)) WHERE seq = 30")
     r = Reader(path)
     got = list(r.snapshots())
     assert got == reads[:29] + reads[KEY_EVERY:]
