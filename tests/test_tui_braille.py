@@ -115,12 +115,14 @@ def test_markers_are_vertical_lines_and_data_draws_over_them_in_the_later_series
     assert not dots(rows, 4, plot, role="s0")  # the third line drew over the first, cell by cell
 
 
-def test_the_second_line_of_each_pair_is_dashed_so_rx_and_tx_differ_without_colour():
-    f = frame(braille.Line("eth0 rx", (-60.0, 0.0), (80.0, 80.0)), braille.Line("eth0 tx", (-60.0, 0.0), (20.0, 20.0)))
-    assert [r for r in braille.legend(f) if r[0] in ("━━", "╍╍")] == [("━━", "s0"), ("╍╍", "s1")]
+def test_a_dashed_line_leaves_every_third_cell_so_lines_of_one_colour_differ():
+    f = frame(braille.Line("eth0 rx", (-60.0, 0.0), (80.0, 80.0), style=0),
+              braille.Line("eth0 tx", (-60.0, 0.0), (20.0, 20.0), style=0, dashed=True))
+    assert [r for r in braille.legend(f) if r[0] in ("━━", "╍╍")] == [("━━", "s0"), ("╍╍", "s0")]
     rows = braille.chart_rows(f, 64, 10)
-    solid = {dx // 2 for dx, _ in dots(rows, 4, range(1, 9), role="s0")}
-    dashes = {dx // 2 for dx, _ in dots(rows, 4, range(1, 9), role="s1")}
+    got = dots(rows, 4, range(1, 9), role="s0")
+    solid = {dx // 2 for dx, dy in got if dy > 16}  # 80 of 100: dot row 25
+    dashes = {dx // 2 for dx, dy in got if dy < 16}  # 20 of 100: dot row 6
     assert solid == set(range(60))
     assert dashes == {c for c in range(60) if c % 3 != 2}
 
@@ -142,7 +144,7 @@ async def test_charts_refresh_only_rows_that_changed_and_nothing_for_an_equal_fr
         chart.show([flat], [], 180)
         await pilot.pause()
         lines = chart.text_lines()
-        assert len(lines) == 10 and "veth0 rx" in lines[0] and "veth0 tx" in lines[0] and lines[1].startswith("500M┤")
+        assert len(lines) == 10 and lines[0].startswith("━━ rx  ╍╍ tx  ━━ veth0  bit/s") and lines[1].startswith("500M┤")
         regions: list[object] = []
         original = chart.refresh
 
@@ -162,3 +164,22 @@ async def test_charts_refresh_only_rows_that_changed_and_nothing_for_an_equal_fr
         lat = latency.text_lines()
         assert lat[0].startswith("━━ 10.0.0.2") and lat[0].rstrip().endswith("ms") and lat[1].startswith("0.4┤")
         assert math.isclose(latency.frame.top, 0.4)
+
+
+async def test_each_plotted_interface_has_one_colour_and_the_narrow_legend_names_them_all():
+    """Four busy interfaces in a half-width panel (the 80- and 120-column layouts): the
+    legend must name all of them, which one entry per line (eight) could not."""
+    app = ChartApp()
+    async with app.run_test(size=(60, 24)) as pilot:
+        chart = app.query_one(ThroughputChart)
+        xs = tuple(float(x) for x in range(-180, 1))
+        names = ["eth0", "ifb0", "ifb1", "veth0"]
+        chart.show([Series(n, xs, tuple(1e8 * (k + 1) for _ in xs), tuple(5e7 * (k + 1) for _ in xs))
+                    for k, n in enumerate(names)], [], 180)
+        await pilot.pause()
+        legend = chart.text_lines()[0]
+        assert all(f"━━ {n} " in legend for n in names), legend
+        roles = {line.label: line.role(k) for k, line in enumerate(chart.frame.lines)}
+        assert [roles[f"{n} rx"] for n in names] == [roles[f"{n} tx"] for n in names]
+        assert len({roles[f"{n} rx"] for n in names}) == 4
+        assert [line.dashed for line in chart.frame.lines] == [False, True] * 4

@@ -7,9 +7,10 @@ second, so cost matters: plotext rebuilt its whole canvas per frame (30 ms for a
 only the dots the lines touch: about a millisecond for the same picture.
 
 Roles name what a run is ("axis", "marker", "s0".."s5" for the series, "" for blank);
-the widget maps them to theme styles, so no colour is named here. Every second line
-(the tx of each interface) is dashed, so the pairs stay apart without colour: in the
-mono theme, under NO_COLOR and for colour-blind readers.
+the widget maps them to theme styles, so no colour is named here. A line may be
+dashed, so lines of one colour stay apart (the throughput chart gives each interface
+one colour and dashes its tx): in the mono theme, under NO_COLOR and for colour-blind
+readers too.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class Line:
     label: str
     xs: Sequence[float]
     ys: Sequence[float]
+    style: int | None = None  # colour role s<style % SERIES_STYLES>; None: the line's index
+    dashed: bool = False  # every third cell column left out
+
+    def role(self, index: int) -> str:
+        return f"s{(index if self.style is None else self.style) % SERIES_STYLES}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,7 @@ class Frame:
     markers: tuple[float, ...] = ()  # times drawn as vertical lines (events)
     unit: str = ""  # shown after the legend
     y_label: Callable[[float], str] = str  # axis label of a value
+    key: tuple[Run, ...] | None = None  # the legend's entries; None: one per line
 
 
 def nice_top(peak: float, floor: float = 1.0) -> float:
@@ -168,11 +175,6 @@ class Canvas:
         return out
 
 
-def dashed(n: int) -> bool:
-    """Whether line `n` of a chart is dashed: the second of each pair (rx solid, tx dashed)."""
-    return n % 2 == 1
-
-
 def _fit(runs: list[Run], width: int) -> list[Run]:
     out, used = [], 0
     for text, role in runs:
@@ -187,9 +189,13 @@ def _fit(runs: list[Run], width: int) -> list[Run]:
 
 
 def legend(frame: Frame) -> list[Run]:
+    """The frame's own key, or each line's mark in its colour and its label; then the unit."""
     runs: list[Run] = []
-    for n, line in enumerate(frame.lines):
-        runs += [("╍╍" if dashed(n) else "━━", f"s{n % SERIES_STYLES}"), (f" {line.label}  ", "axis")]
+    if frame.key is not None:
+        runs += frame.key
+    else:
+        for n, line in enumerate(frame.lines):
+            runs += [("╍╍" if line.dashed else "━━", line.role(n)), (f" {line.label}  ", "axis")]
     if frame.unit:
         runs.append((frame.unit, "axis"))
     return runs
@@ -239,7 +245,8 @@ def chart_rows(frame: Frame, width: int, height: int) -> list[list[Run]]:
         if frame.x0 <= x <= frame.x1:
             canvas.marker(int((x - frame.x0) / (frame.x1 - frame.x0) * (2 * cols - 1) + 0.5))
     for n, line in enumerate(frame.lines):
-        canvas.line(line.xs, line.ys, frame.x0, frame.x1, frame.top, n, dashed(n))
+        canvas.line(line.xs, line.ys, frame.x0, frame.x1, frame.top,
+                    n if line.style is None else line.style, line.dashed)
     out: list[list[Run]] = []
     if has_legend:
         out.append(_fit(legend(frame), width))

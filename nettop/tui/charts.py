@@ -118,16 +118,20 @@ class ThroughputChart(BrailleChart):
     """rx/tx bits per second per shown interface over the window, with event markers."""
 
     def show(self, series: Sequence[Series], markers: Sequence[float], window_s: float) -> None:
+        """One colour per interface, rx solid and tx dashed: the legend then names every
+        plotted interface in a narrow panel, and four interfaces never share a colour."""
         lines: list[braille.Line] = []
+        key: list[braille.Run] = [("━━", "axis"), (" rx  ", "axis"), ("╍╍", "axis"), (" tx  ", "axis")]
         peak = 0.0
-        for s in series:
+        for k, s in enumerate(series):
             if not s.xs:
                 continue
-            lines.append(braille.Line(f"{s.ifname} rx", s.xs, s.rx_bits))
-            lines.append(braille.Line(f"{s.ifname} tx", s.xs, s.tx_bits))
+            lines.append(braille.Line(f"{s.ifname} rx", s.xs, s.rx_bits, style=k))
+            lines.append(braille.Line(f"{s.ifname} tx", s.xs, s.tx_bits, style=k, dashed=True))
+            key += [("━━", lines[-1].role(k)), (f" {s.ifname}  ", "axis")]
             peak = max(peak, max(s.rx_bits, default=0.0), max(s.tx_bits, default=0.0))
         self.draw(braille.Frame(tuple(lines), -window_s, 0.0, braille.nice_top(peak * HEADROOM), tuple(markers),
-                                "bit/s", _bits_label))
+                                "bit/s", _bits_label, tuple(key)))
 
 
 class LatencyChart(BrailleChart, can_focus=True):
