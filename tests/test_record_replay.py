@@ -155,6 +155,8 @@ def test_export_rows_and_report(recorded):
     assert "| throughput (rx+tx, all interfaces) |" in md
     assert md.count("| tuning |") == 2
     assert "## Throughput" in md
+    assert "\x1b" not in md  # Markdown for a ticket: no terminal escapes in the plot
+    assert "▞▞ rx Mbit/s" in md and ".. tx Mbit/s" in md  # the lines differ without colour
     r.close()
 
 

@@ -95,11 +95,13 @@ def _plot(series: list[Figures]) -> str | None:
     plt.plotsize(100, 20)
     plt.theme("clear")
     plt.plot(xs, [f.rx_bytes_s * 8 / 1e6 for f in series], label="rx Mbit/s")
-    plt.plot(xs, [f.tx_bytes_s * 8 / 1e6 for f in series], label="tx Mbit/s")
+    # a ticket has no colour: tx gets its own mark so the two lines stay apart
+    plt.plot(xs, [f.tx_bytes_s * 8 / 1e6 for f in series], label="tx Mbit/s", marker=".")
     plt.xlabel(f"minutes after {_when(t0)}")
     text: Any = plt.build()
     plt.clear_figure()
-    return str(text).rstrip()
+    # even the "clear" theme ends lines with a colour reset, which a ticket shows as "[0m"
+    return str(plt.uncolorize(text)).rstrip()
 
 
 def build(reader: Reader, plots: bool = True) -> str:
