@@ -28,12 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from nettop.collect import HostReader  # noqa: E402
+from nettop.collectors.host import HostReader  # noqa: E402
 from nettop.record import codec  # noqa: E402
 from nettop.record.recorder import Recorder  # noqa: E402
 from nettop.record.replay import ReplaySource  # noqa: E402
 from nettop.record.store import Reader, Writer, _crc  # noqa: E402
-from nettop.sysroot import SysRoot  # noqa: E402
+from nettop.kernel.sysroot import SysRoot  # noqa: E402
 
 DAY = 86_400
 MB = 1e6

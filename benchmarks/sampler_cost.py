@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from nettop.collect import HostReader  # noqa: E402
-from nettop.sysroot import SysRoot  # noqa: E402
+from nettop.collectors.host import HostReader  # noqa: E402
+from nettop.kernel.sysroot import SysRoot  # noqa: E402
 
 
 def record_accesses(reader: HostReader) -> tuple[list[str], list[str], list[str]]:

@@ -112,7 +112,7 @@ def sampler_share(reads: int = 10) -> float | None:
     """CPU ms of one HostReader.read() on this host (what nettop's sampler thread spends
     per tick, before any drawing), from the snapshots' own read_cpu_s."""
     try:
-        from nettop.collect import HostReader
+        from nettop.collectors.host import HostReader
     except ImportError:
         return None
     with HostReader() as reader:

@@ -13,8 +13,8 @@ import sys
 import time
 from typing import NoReturn, Sequence
 
-from nettop.sampler import clamp_interval
-from nettop.sysroot import SysRoot
+from nettop.model.sampler import clamp_interval
+from nettop.kernel.sysroot import SysRoot
 
 
 class UsageError(Exception):
@@ -127,8 +127,7 @@ def cmd_recording(args: argparse.Namespace) -> int:
     from nettop.record.store import RecordingError
     try:
         if args.command == "replay":
-            from nettop.record.replay import run_replay
-            return run_replay(args.file, args.speed)
+            return cmd_replay(args.file, args.speed)
         if args.command == "export":
             from nettop.record.export import export
             return export(args.file, args.format, args.output)
@@ -183,9 +182,9 @@ def _start_probes(problems: list[str]):  # type: ignore[no-untyped-def]
 def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_json: bool,
                  ping: list[str] | None = None, ping_interval: float | None = None,
                  ebpf: bool = False) -> int:
-    from nettop.collect import HostReader
-    from nettop.rates import compute_rates
-    from nettop.snapshot_json import build_document
+    from nettop.collectors.host import HostReader
+    from nettop.model.rates import compute_rates
+    from nettop.output.snapshot_json import build_document
 
     extra: list[str] = []
     probes = _start_probes(extra) if ebpf else None
@@ -214,7 +213,7 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        from nettop.text_report import render
+        from nettop.output.text_report import render
         sys.stdout.write(render(doc))
     for line in doc["problems"]:
         print(f"nettop: {line}", file=sys.stderr)
@@ -226,11 +225,26 @@ def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
              revert_on_exit: bool = False) -> int:
     """The full-screen app on a terminal; the plain refreshing report when output is not one."""
     if not (sys.stdout.isatty() and sys.stderr.isatty()):
-        from nettop.text_report import watch
+        from nettop.output.text_report import watch
         return watch(root, interval, ifaces)
     from nettop.tui.app import run
     from nettop.tui.source import LiveSource
     return run(LiveSource(root, ifaces, interval, prober=_prober(ping, ping_interval)), revert_on_exit)
+
+
+def cmd_replay(path: str, speed: float = 1.0) -> int:
+    """`nettop replay FILE`: the TUI on the recording; damage is reported in one line.
+    Here, not in nettop.record, so that the recording package never imports the TUI."""
+    from nettop.record.replay import ReplaySource
+
+    source = ReplaySource(path, speed)
+    for w in source.warnings:
+        print(f"nettop: {w}", file=sys.stderr)
+    if not len(source.reader):
+        print(f"nettop: {path} holds no intact sample", file=sys.stderr)
+        return 1
+    from nettop.tui.app import run
+    return run(source)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import pytest
 
 from nettop.actions.base import ActionError
 from nettop.actions.conflicts import ban_command, parse_setup, send_ban, tuned_profile
-from nettop.sysroot import SysRoot
+from nettop.kernel.sysroot import SysRoot
 
 # what irqbalance 1.9 answers to "setup" with IRQs 41 and 42 banned
 SETUP_REPLY = b"SLEEP 10 IRQ 41 LOAD 0 DIFF 0 CLASS 2 IRQ 42 LOAD 0 DIFF 0 CLASS 2 BANNED 00000000"

@@ -199,7 +199,7 @@ def test_spread_over_eth0_queue_irqs_is_planned_from_the_queue_map():
 
 
 def test_changes_become_timeline_events_and_another_tuner_can_undo_them(veth_lab, tmp_path):
-    from nettop.timeline import Timeline
+    from nettop.model.timeline import Timeline
 
     timeline = Timeline()
     a = Tuner(Journal(str(tmp_path / "j.jsonl")), on_event=timeline.add_event, read_only=None)

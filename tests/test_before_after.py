@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from nettop.before_after import compare, figures, format_value
-from nettop.rates import compute_rates
+from nettop.output.before_after import compare, figures, format_value
+from nettop.model.rates import compute_rates
 from nettop.tui.scripted import synthetic
 
 CHANGE_AT = 20  # the tick at which the change is made

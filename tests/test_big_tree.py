@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from nettop.collect import HostReader
-from nettop.rates import compute_rates
-from nettop.snapshot_json import build_document
-from nettop.sysroot import SysRoot
+from nettop.collectors.host import HostReader
+from nettop.model.rates import compute_rates
+from nettop.output.snapshot_json import build_document
+from nettop.kernel.sysroot import SysRoot
 from treegen import LINK_RX_BYTES_RATE, NET_RX_RATE, NIC_IRQ_RATE, generate_tree
 
 

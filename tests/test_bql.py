@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nettop.collectors.bql import parse_bql, read_bql
-from nettop.snapshot import BqlState
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import BqlState
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 # This VM's /sys/class/net/eth0/queues/tx-0/byte_queue_limits (virtio_net, kernel 6.18).
 VM_TX0 = {

@@ -1,4 +1,4 @@
-from nettop.counters import U32, U64, Step, delta, rate
+from nettop.model.counters import U32, U64, Step, delta, rate
 
 
 def test_plain_increase():

@@ -15,7 +15,7 @@ from nettop.collectors.cpus import (
     read_online_cpus,
     read_possible_cpus,
 )
-from nettop.sysroot import LIVE, SysRoot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data"
 

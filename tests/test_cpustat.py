@@ -10,8 +10,8 @@ import psutil
 import pytest
 
 from nettop.collectors.cpustat import PERCENT_FIELDS, cpu_percentages, parse_stat, read_stat
-from nettop.snapshot import CpuTimes
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import CpuTimes
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data" / "stat"
 

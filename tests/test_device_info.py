@@ -19,7 +19,7 @@ from nettop.collectors.device_info import (
     parse_numa_node,
     read_device_info,
 )
-from nettop.sysroot import LIVE, SysRoot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 
 def make_device(tmp: Path, ifname: str, dev_rel: str, bus: str,

@@ -10,8 +10,8 @@ import re
 import pytest
 from lab import run
 
-from nettop import netlink as nl
-from nettop.ethtool_nl import (CHANNELS, COALESCE, EthtoolNetlink, bitset_names, decode, encode,
+from nettop.kernel import netlink as nl
+from nettop.kernel.ethtool_nl import (CHANNELS, COALESCE, EthtoolNetlink, bitset_names, decode, encode,
                                encode_features)
 
 

@@ -23,7 +23,7 @@ from nettop.collectors.host_config import (
     scan_proc,
     sysctl_path,
 )
-from nettop.sysroot import LIVE, SysRoot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 # This VM's values (kernel 6.18), as /proc/sys prints them.
 VM_SYSCTLS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 from nettop.collectors.interrupts import InterruptReader, parse_interrupts
-from nettop.sysroot import SysRoot
+from nettop.kernel.sysroot import SysRoot
 from treegen import generate_tree
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nettop.collectors.interrupts import parse_interrupts, read_interrupts
-from nettop.sysroot import LIVE, SysRoot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data" / "interrupts"
 CAPTURES = sorted(DATA.glob("*.txt"))

@@ -18,8 +18,8 @@ from nettop.collectors.irq_affinity import (
     parse_node,
     read_irq_affinity,
 )
-from nettop.snapshot import IrqAffinity
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import IrqAffinity
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 # This VM's (kernel 6.18, 2 CPUs) /proc/irq/38 = virtio2-input.0, as the kernel prints it.
 VM_IRQ38 = {

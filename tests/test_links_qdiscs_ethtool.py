@@ -15,9 +15,9 @@ from nettop.collectors.qdiscs import read_qdiscs
 from nettop.collectors.queue_counters import (
     QueueCounterReader, counters_from_positions, parse_queue_stat_names,
 )
-from nettop.ethtool import Ethtool, EthtoolUnsupported
-from nettop.rtnl import Rtnl, tc_handle, tc_parent
-from nettop.sysroot import LIVE, SysRoot
+from nettop.kernel.ethtool import Ethtool, EthtoolUnsupported
+from nettop.kernel.rtnl import Rtnl, tc_handle, tc_parent
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data" / "ethtool"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
@@ -197,7 +197,7 @@ def test_veth_has_no_coalescing_but_has_channels(veth_lab):
 
 @pytest.mark.skipif(not _eth0_is_virtio(), reason="eth0 is not virtio_net here")
 def test_eth0_per_queue_counters_come_from_netdev_qstats_and_add_up():
-    from nettop.netdev_genl import NetdevNetlink
+    from nettop.kernel.netdev_genl import NetdevNetlink
 
     with NetdevNetlink() as nl, Ethtool() as et:
         reader = QueueCounterReader(nl, et)

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from nettop.collect import HostReader
-from nettop.rates import compute_rates
-from nettop.snapshot_json import build_document
+from nettop.collectors.host import HostReader
+from nettop.model.rates import compute_rates
+from nettop.output.snapshot_json import build_document
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="live-host tests need root")
 

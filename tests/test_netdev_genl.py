@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from nettop.netdev_genl import NetdevNetlink, NetdevUnsupported
+from nettop.kernel.netdev_genl import NetdevNetlink, NetdevUnsupported
 
 
 def _open() -> NetdevNetlink:

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from nettop import netlink as nl
+from nettop.kernel import netlink as nl
 
 RTM_NEWQDISC, RTM_GETLINK, RTM_NEWLINK = 36, 18, 16
 TCMSG = struct.Struct("=BxxxiIII")

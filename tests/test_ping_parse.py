@@ -15,7 +15,7 @@ from nettop.ping import default_targets, parse_target
 from nettop.ping import icmp
 from nettop.ping.resolve import parse_ipv6_route_gateway, parse_route_gateway
 from nettop.ping.sockio import SO_EE_ORIGIN_ICMP, parse_ancillary
-from nettop.sysroot import SysRoot
+from nettop.kernel.sysroot import SysRoot
 
 ROUTE = """\
 Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from nettop.collectors.queue_config import parse_queue_dirs, read_queue_config
-from nettop.snapshot import QueueConfig
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import QueueConfig
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 
 def make_queues(tmp: Path, ifname: str, rx: dict[int, dict], tx: dict[int, dict]) -> SysRoot:

@@ -12,8 +12,8 @@ import pytest
 
 from nettop.collectors.interrupts import parse_interrupts, read_interrupts
 from nettop.collectors.queue_irqs import map_all, map_queues
-from nettop.snapshot import QueueIrqs
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import QueueIrqs
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data" / "interrupts"
 
@@ -270,7 +270,7 @@ def _eth0_virtio() -> str | None:
 
 
 def _netdev():
-    from nettop.netdev_genl import NetdevNetlink, NetdevUnsupported
+    from nettop.kernel.netdev_genl import NetdevNetlink, NetdevUnsupported
     try:
         return NetdevNetlink()
     except NetdevUnsupported:

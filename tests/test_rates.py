@@ -1,8 +1,8 @@
 """Rates are pure functions of two snapshots: real elapsed time, wrap, reset, appear/vanish."""
 
-from nettop.counters import U32
-from nettop.rates import Presence, compute_rates
-from nettop.snapshot import (
+from nettop.model.counters import U32
+from nettop.model.rates import Presence, compute_rates
+from nettop.model.snapshot import (
     CpuTimes, InterruptTable, Irq, LinkStats, QdiscStats, QueueCounters, QueueStats,
     Snapshot, SoftirqCounts, SoftnetRow,
 )

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from nettop.collect import HostReader
+from nettop.collectors.host import HostReader
 from nettop.ebpf.sample import DropCounts, EbpfSample, NapiCounts, ProbeCost
 from nettop.ping.stats import summarize
-from nettop.problems import Problem
+from nettop.model.problems import Problem
 from nettop.record import codec
 from nettop.record.recorder import parse_duration, parse_size
 from nettop.record.store import Reader, RecordingError, Writer
@@ -109,7 +109,7 @@ def test_files_are_0600_and_never_overwritten(two_reads, tmp_path):
 
 
 def test_events_are_stored_and_read_back(two_reads, tmp_path):
-    from nettop.timeline import Event
+    from nettop.model.timeline import Event
     path = str(tmp_path / "e.nettop")
     w = Writer(path)
     w.add_sample(two_reads[0], [Event(1.0, "appeared", "interface x appeared")])
@@ -169,7 +169,7 @@ def test_second_order_prediction_in_moved_first_order_round_trips():
 
 def test_live_recording_from_the_screen_writes_samples_and_events(tmp_path, two_reads):
     from nettop.record.recorder import LiveRecording
-    from nettop.timeline import Event
+    from nettop.model.timeline import Event
 
     path = str(tmp_path / "screen.nettop")
     rec = LiveRecording(path, {"host": "h"})
@@ -183,7 +183,7 @@ def test_live_recording_from_the_screen_writes_samples_and_events(tmp_path, two_
 
 
 def test_irq_total_is_stored_as_its_difference_from_the_counts(two_reads):
-    from nettop.snapshot import InterruptTable, Irq
+    from nettop.model.snapshot import InterruptTable, Irq
 
     _, b = two_reads
     irqs = {40: Irq(40, "PCI-MSIX", "1-edge", "eth0-rx-0", (5, 7), 12),

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from nettop.collect import HostReader
+from nettop.collectors.host import HostReader
 from nettop.record.replay import ReplaySource
 from nettop.record.store import KEY_EVERY, Reader, RecordingError, Writer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nettop.collect import HostReader
+from nettop.collectors.host import HostReader
 from nettop.record import codec
 from nettop.record.store import KEY_EVERY, Reader, Writer
 

@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from nettop.collect import HostReader
-from nettop.rates import compute_rates
+from nettop.collectors.host import HostReader
+from nettop.model.rates import compute_rates
 from nettop.record import export, report
 from nettop.record.replay import HISTORY, ReplaySource
 from nettop.record.store import Reader, Writer
-from nettop.timeline import Event
+from nettop.model.timeline import Event
 
 T0 = 1_800_000_000.0
 N = 300

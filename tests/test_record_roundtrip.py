@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from nettop.collect import HostReader
-from nettop.rates import compute_rates
+from nettop.collectors.host import HostReader
+from nettop.model.rates import compute_rates
 from nettop.record.recorder import Recorder
 from nettop.record.replay import ReplaySource
 from nettop.record.store import Reader

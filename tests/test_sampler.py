@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from nettop.sampler import Sampler, clamp_interval
+from nettop.model.sampler import Sampler, clamp_interval
 
 
 class CountingReader:

@@ -9,8 +9,8 @@ import pytest
 
 from nettop.collectors.cpus import read_online_cpus, read_possible_cpus
 from nettop.collectors.softirqs import parse_softirqs, read_softirqs
-from nettop.snapshot import SoftirqCounts
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import SoftirqCounts
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data" / "softirqs"
 

@@ -9,8 +9,8 @@ import pytest
 
 from nettop.collectors.cpus import read_online_cpus
 from nettop.collectors.softnet import parse_softnet, read_softnet
-from nettop.snapshot import SoftnetRow
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import SoftnetRow
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 DATA = Path(__file__).parent / "data" / "softnet"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from textual.command import CommandPalette
 
-from nettop.timeline import Event
+from nettop.model.timeline import Event
 from nettop.tui.app import NO_LATENCY, NettopApp, next_interval
 from nettop.tui.charts import CpuHeatmap, LatencyChart
 from nettop.tui.screens import HelpScreen, InterfacePicker

@@ -10,7 +10,7 @@ import dataclasses
 import threading
 import time
 
-from nettop.sysroot import LIVE
+from nettop.kernel.sysroot import LIVE
 from nettop.tui.app import NettopApp
 from nettop.tui.scripted import synthetic
 from nettop.tui.source import LiveSource

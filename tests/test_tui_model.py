@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from nettop.rates import compute_rates
-from nettop.snapshot_json import build_document
-from nettop.sysroot import LIVE, SysRoot
-from nettop.timeline import Event, Timeline
+from nettop.model.rates import compute_rates
+from nettop.output.snapshot_json import build_document
+from nettop.kernel.sysroot import LIVE, SysRoot
+from nettop.model.timeline import Event, Timeline
 from nettop.tui import format as fmt
 from nettop.tui import model
 from nettop.tui.scripted import ROOT_PROBLEMS, synthetic
@@ -176,7 +176,7 @@ def test_mailbox_under_a_producer_thread_never_loses_the_last_point():
 
 @pytest.mark.live
 def test_live_source_samples_off_the_ui_thread_and_keeps_the_newest():
-    pytest.importorskip("nettop.collect", reason="collectors not importable", exc_type=ImportError)
+    pytest.importorskip("nettop.collectors.host", reason="collectors not importable", exc_type=ImportError)
     from nettop.tui.source import LiveSource
 
     src = LiveSource(LIVE, None, interval=0.1)

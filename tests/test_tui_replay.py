@@ -21,8 +21,8 @@ from textual.widgets import Input
 
 from nettop.record.replay import ReplaySource
 from nettop.record.store import Reader, Writer
-from nettop.sysroot import SysRoot
-from nettop.timeline import Event
+from nettop.kernel.sysroot import SysRoot
+from nettop.model.timeline import Event
 from nettop.tui import playback
 from nettop.tui.app import NettopApp
 from nettop.tui.screens import HelpScreen, Prompt

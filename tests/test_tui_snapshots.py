@@ -102,7 +102,7 @@ def test_rps_mask_editor(snap_compare, theme, size, tmp_path):
 @pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_before_after_a_change(snap_compare, theme, size, tmp_path):
-    from nettop.timeline import Event
+    from nettop.model.timeline import Event
 
     async def run_before(pilot) -> None:
         src = pilot.app.source
@@ -122,7 +122,7 @@ def test_replay_at_a_tuning_change(snap_compare, theme, size, tmp_path):
     marker on the charts, after jumping to the recorded tuning change."""
     from nettop.record.replay import ReplaySource
     from nettop.record.store import Writer
-    from nettop.timeline import Event
+    from nettop.model.timeline import Event
     from nettop.tui.scripted import T_WALL0
 
     path = str(tmp_path / "incident.nettop")

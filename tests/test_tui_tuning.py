@@ -17,9 +17,9 @@ from lab import run, sysfs, tc_root
 from nettop.actions import Journal, Tuner
 from nettop.actions.irq import nr_cpu_ids, parse_cpus
 from nettop.collectors.cpus import format_cpu_mask
-from nettop.collect import HostReader
-from nettop.sysroot import LIVE
-from nettop.timeline import Event
+from nettop.collectors.host import HostReader
+from nettop.kernel.sysroot import LIVE
+from nettop.model.timeline import Event
 from nettop.tui.app import NettopApp
 from nettop.tui.scripted import ScriptedSource, synthetic
 from nettop.tui.screens import Prompt

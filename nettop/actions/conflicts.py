@@ -23,7 +23,7 @@ from typing import Iterable
 
 from nettop.actions.base import ActionError
 from nettop.collectors.host_config import IrqbalanceCache, pid_from_sockets
-from nettop.sysroot import SysRoot
+from nettop.kernel.sysroot import SysRoot
 
 TUNED_ACTIVE = "etc/tuned/active_profile"
 SOCKET_DIRS = ("run/irqbalance", "var/run/irqbalance")

@@ -1,6 +1,6 @@
 """Coalescing, ring sizes, channel counts and offloads, through ethtool netlink.
 
-Written against `nettop.ethtool_nl.EthtoolNetlink` (imported when used), whose errors
+Written against `nettop.kernel.ethtool_nl.EthtoolNetlink` (imported when used), whose errors
 carry the kernel's own extack text ("netlink error: ...: unsupported parameter"): that
 text is what the operator sees. The value is a dict of ethtool CLI names ("rx-usecs",
 "adaptive-rx", "combined", "gro"); only the keys asked for are read back and compared,
@@ -18,9 +18,9 @@ from nettop.actions.base import ActionError, Setting, Value, need_iface, registe
 
 def _nl() -> Any:
     try:
-        from nettop.ethtool_nl import EthtoolNetlink
+        from nettop.kernel.ethtool_nl import EthtoolNetlink
     except ImportError:
-        raise ActionError("ethtool netlink support (nettop.ethtool_nl) is not available in this "
+        raise ActionError("ethtool netlink support (nettop.kernel.ethtool_nl) is not available in this "
                           "nettop; use `ethtool` for this change", errno.EOPNOTSUPP) from None
     return EthtoolNetlink()
 

@@ -21,7 +21,7 @@ from nettop.actions.base import ActionError, Change, Setting, Value, read_file, 
 from nettop.collectors.cpus import (format_cpu_list, parse_cpu_list, parse_cpu_mask,
                                     read_online_cpus, read_possible_cpus)
 from nettop.collectors.irq_affinity import probe_managed
-from nettop.sysroot import SysRoot
+from nettop.kernel.sysroot import SysRoot
 
 LIVE = SysRoot("/")
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from nettop.actions.base import ActionError, Change, Plan, Result, Setting, from_record
 from nettop.actions.journal import Entry, Journal, State
-from nettop.timeline import Event
+from nettop.model.timeline import Event
 
 EventHook = Callable[[Event], None]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import errno
 
 from nettop.collectors.queue_config import list_queues
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import BqlState
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import BqlState
+from nettop.kernel.sysroot import SysRoot
 
 FIELDS = ("limit", "limit_max", "limit_min", "inflight")
 

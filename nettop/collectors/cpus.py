@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from nettop.problems import Problem, from_oserror
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror
+from nettop.kernel.sysroot import SysRoot
 
 ONLINE = "sys/devices/system/cpu/online"
 POSSIBLE = "sys/devices/system/cpu/possible"

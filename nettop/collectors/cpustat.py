@@ -11,9 +11,9 @@ steal (2.6.11), guest (2.6.24), guest_nice (2.6.33). Missing trailing columns ar
 
 from __future__ import annotations
 
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import CpuTimes
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import CpuTimes
+from nettop.kernel.sysroot import SysRoot
 
 STAT = "proc/stat"
 _MIN_COLUMNS = 4  # user nice system idle: every kernel nettop can meet has these

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 
 from nettop.collectors.cpus import parse_cpu_list
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.kernel.sysroot import SysRoot
 
 _BDF = re.compile(r"[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _VIRTIO = re.compile(r"virtio\d+")

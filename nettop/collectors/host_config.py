@@ -25,9 +25,9 @@ import errno
 import time
 from typing import Callable
 
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import HostConfig
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import HostConfig
+from nettop.kernel.sysroot import SysRoot
 
 SYSCTLS = (
     "net.core.netdev_max_backlog",

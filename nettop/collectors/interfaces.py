@@ -9,12 +9,12 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING
 
-from nettop.problems import Problem, from_oserror
-from nettop.snapshot import LinkStats
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror
+from nettop.model.snapshot import LinkStats
+from nettop.kernel.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from nettop.rtnl import LinkMsg, Rtnl
+    from nettop.kernel.rtnl import LinkMsg, Rtnl
 
 AGGREGATE_KINDS = frozenset({"bond", "bridge", "team"})
 _STAT_FILES = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",

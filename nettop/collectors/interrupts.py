@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import InterruptTable, Irq
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import InterruptTable, Irq
+from nettop.kernel.sysroot import SysRoot
 
 SOURCE = "/proc/interrupts"
 _FIELD = 11  # one per-CPU count: a blank and a number right-aligned in 10 columns

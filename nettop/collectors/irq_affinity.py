@@ -27,9 +27,9 @@ from functools import lru_cache
 from typing import Callable, Iterable, TypeVar
 
 from nettop.collectors.cpus import parse_cpu_list, parse_cpu_mask
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import IrqAffinity
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import IrqAffinity
+from nettop.kernel.sysroot import SysRoot
 
 # A file that is simply not provided: effective_affinity_list without
 # CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK, node without CONFIG_NUMA.

@@ -9,10 +9,10 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING
 
-from nettop.problems import Problem
+from nettop.model.problems import Problem
 
 if TYPE_CHECKING:
-    from nettop.ethtool import Ethtool
+    from nettop.kernel.ethtool import Ethtool
 
 COALESCE_SHOWN = ("adaptive-rx", "adaptive-tx", "rx-usecs", "rx-frames", "tx-usecs", "tx-frames")
 _QUIET = (errno.EOPNOTSUPP, errno.ENODEV, errno.EINVAL, errno.ENOTSUP)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nettop.problems import Problem, from_oserror
-from nettop.snapshot import QdiscStats
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror
+from nettop.model.snapshot import QdiscStats
+from nettop.kernel.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from nettop.rtnl import QdiscMsg, Rtnl
+    from nettop.kernel.rtnl import QdiscMsg, Rtnl
 
 
 def read_qdiscs(root: SysRoot, rtnl: Rtnl | None, ifnames: dict[int, str]
@@ -29,7 +29,7 @@ def read_qdiscs(root: SysRoot, rtnl: Rtnl | None, ifnames: dict[int, str]
 
 def qdiscs_from_netlink(msgs: list[QdiscMsg], ifnames: dict[int, str]) -> dict[str, tuple[QdiscStats, ...]]:
     """Pure: tc dump messages into QdiscStats, root first, children in handle order."""
-    from nettop.rtnl import tc_handle, tc_parent
+    from nettop.kernel.rtnl import tc_handle, tc_parent
 
     grouped: dict[str, list[QdiscStats]] = {}
     for m in msgs:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import errno
 import re
 
-from nettop.problems import Problem, from_oserror
-from nettop.snapshot import QueueConfig
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror
+from nettop.model.snapshot import QueueConfig
+from nettop.kernel.sysroot import SysRoot
 
 _QUEUE_DIR = re.compile(r"(rx|tx)-(\d+)")
 _NOT_THERE = frozenset({errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP})

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable
 
-from nettop.problems import Problem
-from nettop.snapshot import QueueCounters, QueueStats
+from nettop.model.problems import Problem
+from nettop.model.snapshot import QueueCounters, QueueStats
 
 if TYPE_CHECKING:
-    from nettop.ethtool import Ethtool
-    from nettop.netdev_genl import NetdevNetlink
+    from nettop.kernel.ethtool import Ethtool
+    from nettop.kernel.netdev_genl import NetdevNetlink
 
 # (pattern, groups) → kind, index, field; packets/bytes may be split by cast (bnxt): summed
 _PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, str, str]], ...] = (

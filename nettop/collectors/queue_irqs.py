@@ -24,12 +24,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
-from nettop.problems import Problem
-from nettop.snapshot import InterruptTable, QueueIrqs, QueueMap
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem
+from nettop.model.snapshot import InterruptTable, QueueIrqs, QueueMap
+from nettop.kernel.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from nettop.netdev_genl import NetdevNetlink
+    from nettop.kernel.netdev_genl import NetdevNetlink
 
 _BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _VIRTIO = re.compile(r"virtio\d+")
@@ -252,7 +252,7 @@ def map_by_netlink(ifname: str, queues: list[dict[str, Any]], napis: list[dict[s
 
 def _netlink_answers(nl: NetdevNetlink, ifindex: int | None, what: str,
                      problems: list[Problem]) -> tuple[list[dict], list[dict]] | None:
-    from nettop.netdev_genl import NetdevUnsupported
+    from nettop.kernel.netdev_genl import NetdevUnsupported
 
     try:
         return nl.queues(ifindex), nl.napis(ifindex)

@@ -10,9 +10,9 @@ CPUs out of the header. Only the NET_RX and NET_TX rows are split into numbers; 
 
 from __future__ import annotations
 
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import SoftirqCounts
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import SoftirqCounts
+from nettop.kernel.sysroot import SysRoot
 
 SOFTIRQS = "proc/softirqs"
 _SRC = "/proc/softirqs"

@@ -20,9 +20,9 @@ otherwise line i belongs to the i-th online CPU, which the caller passes in.
 
 from __future__ import annotations
 
-from nettop.problems import Problem, from_oserror, malformed
-from nettop.snapshot import SoftnetRow
-from nettop.sysroot import SysRoot
+from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.snapshot import SoftnetRow
+from nettop.kernel.sysroot import SysRoot
 
 SOFTNET = "proc/net/softnet_stat"
 _SRC = "/proc/net/softnet_stat"

@@ -12,7 +12,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from nettop.sysroot import LIVE, SysRoot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 RTF_UP = 0x0001
 RTF_GATEWAY = 0x0002

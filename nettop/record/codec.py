@@ -36,10 +36,10 @@ from typing import Any, Callable, Iterator
 import enum
 import types
 
-from nettop import snapshot as S
+from nettop.model import snapshot as S
 from nettop.ebpf import sample as E
 from nettop.ping.stats import LatencyStats
-from nettop.problems import Problem
+from nettop.model.problems import Problem
 
 
 def _registry(module: types.ModuleType, prefix: str) -> dict[str, type]:

@@ -13,9 +13,9 @@ import json
 import sys
 from typing import Any, Iterator, TextIO
 
-from nettop.rates import Rates, compute_rates
+from nettop.model.rates import Rates, compute_rates
 from nettop.record.store import Reader
-from nettop.snapshot import Snapshot
+from nettop.model.snapshot import Snapshot
 
 LINK_FIELDS = ("rx_bytes_per_s", "tx_bytes_per_s", "rx_packets_per_s", "tx_packets_per_s",
                "rx_errors_per_s", "tx_errors_per_s", "rx_dropped_per_s", "tx_dropped_per_s")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TextIO
 
 from nettop.record.store import RecordingError, Writer
-from nettop.snapshot import Snapshot
-from nettop.timeline import Event, Timeline
+from nettop.model.snapshot import Snapshot
+from nettop.model.timeline import Event, Timeline
 
 UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -138,7 +138,7 @@ class Recorder:
             pass  # the writer is stalled: drop rather than grow without bound
 
     def run(self) -> Result:
-        from nettop.sampler import Sampler
+        from nettop.model.sampler import Sampler
 
         writer = Writer(self.path, self.meta)
         sampler = Sampler(self.reader, self.interval, self._on_sample)
@@ -190,8 +190,8 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
            duration: float | None = None, max_size: int | None = None, prober: Any = None,
            journal: str | None = None) -> int:
     """`nettop --record FILE`: returns the exit status; every failure is one line on stderr."""
-    from nettop.collect import HostReader
-    from nettop.sysroot import LIVE
+    from nettop.collectors.host import HostReader
+    from nettop.kernel.sysroot import LIVE
 
     root = root or LIVE
     if journal is None:

@@ -15,7 +15,7 @@ import time
 from typing import Callable, Mapping
 
 from nettop.record.store import Reader
-from nettop.timeline import Event, Point, Timeline
+from nettop.model.timeline import Event, Point, Timeline
 
 MIN_SPEED, MAX_SPEED = 1.0, 60.0
 REGENERATED = ("appeared", "vanished")  # the Timeline makes these again on append
@@ -217,17 +217,3 @@ def _nodes(text: str | None) -> dict[int, int]:
         return {int(k): int(v) for k, v in raw.items()}
     except (ValueError, AttributeError, TypeError):
         return {}
-
-
-def run_replay(path: str, speed: float = 1.0) -> int:
-    """`nettop replay FILE`: the TUI on the recording; damage is reported in one line."""
-    import sys
-
-    source = ReplaySource(path, speed)
-    for w in source.warnings:
-        print(f"nettop: {w}", file=sys.stderr)
-    if not len(source.reader):
-        print(f"nettop: {path} holds no intact sample", file=sys.stderr)
-        return 1
-    from nettop.tui.app import run
-    return run(source)  # type: ignore[arg-type]

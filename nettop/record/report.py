@@ -12,10 +12,10 @@ import datetime as dt
 import sys
 from typing import Any
 
-from nettop.before_after import WINDOW_S, Figures, figures, format_value, summary, window
+from nettop.output.before_after import WINDOW_S, Figures, figures, format_value, summary, window
 from nettop.record.export import pairs
 from nettop.record.store import Reader
-from nettop.timeline import Event
+from nettop.model.timeline import Event
 
 EVENT_KINDS = ("tuning", "mark", "problem", "appeared", "vanished")
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from nettop.record import codec
-from nettop.snapshot import Snapshot
-from nettop.timeline import Event
+from nettop.model.snapshot import Snapshot
+from nettop.model.timeline import Event
 
 SCHEMA_VERSION = 2
 PAGE_SIZE = 16384

@@ -29,7 +29,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from nettop.timeline import Event, Point
+from nettop.model.timeline import Event, Point
 from nettop.tui import format as fmt
 from nettop.tui import model
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from nettop.rates import Rates
-from nettop.snapshot import Snapshot
-from nettop.snapshot_json import _qdisc, _queues
-from nettop.timeline import Event, Point
+from nettop.model.rates import Rates
+from nettop.model.snapshot import Snapshot
+from nettop.output.snapshot_json import _qdisc, _queues
+from nettop.model.timeline import Event, Point
 
 # Interfaces that are shown unless the operator picks otherwise: everything but loopback.
 HIDDEN_BY_DEFAULT = frozenset({"lo"})

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nettop.snapshot import Snapshot
-from nettop.timeline import Event, Timeline
+from nettop.model.snapshot import Snapshot
+from nettop.model.timeline import Event, Timeline
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,13 +13,13 @@ from typing import Mapping
 from nettop.ebpf.sample import DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost
 from nettop.ebpf.sample import SoftirqCounts as EbpfSoftirq
 from nettop.ping.stats import summarize
-from nettop.problems import Problem
-from nettop.snapshot import (
+from nettop.model.problems import Problem
+from nettop.model.snapshot import (
     BqlState, CpuTimes, DeviceConfig, HostConfig, InterruptTable, Irq, IrqAffinity,
     LinkStats, QdiscStats, QueueConfig, QueueCounters, QueueIrqs, QueueMap, QueueStats,
     Snapshot, SoftirqCounts, SoftnetRow,
 )
-from nettop.timeline import Event, Point, Timeline
+from nettop.model.timeline import Event, Point, Timeline
 from nettop.tui.recording import RecordingTap
 from nettop.tui.source import Mailbox, Wake
 

@@ -15,14 +15,14 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from nettop.collectors.cpus import read_cpu_nodes
-from nettop.sampler import Reader
-from nettop.sysroot import LIVE, SysRoot
-from nettop.timeline import Event, Point, Timeline
+from nettop.model.sampler import Reader
+from nettop.kernel.sysroot import LIVE, SysRoot
+from nettop.model.timeline import Event, Point, Timeline
 from nettop.tui.ebpf_panel import ProbeSwitch
 from nettop.tui.recording import RecordingTap
 
 if TYPE_CHECKING:
-    from nettop.sampler import Sampler
+    from nettop.model.sampler import Sampler
 
 Wake = Callable[[], None]
 
@@ -151,11 +151,11 @@ class LiveSource:
             self._sampler.paused = value
 
     def start(self, wake: Wake) -> None:
-        from nettop.sampler import Sampler
+        from nettop.model.sampler import Sampler
 
         self._wake = wake
         if self._given_reader is None:
-            from nettop.collect import HostReader
+            from nettop.collectors.host import HostReader
 
             if self.prober is not None:
                 self.prober.start()

@@ -27,12 +27,12 @@ from textual.widgets import Static
 from nettop.actions.base import ActionError, Change, Plan, Result
 from nettop.actions.cli_set import add_subcommands, build_changes
 from nettop.actions.conflicts import ban_irqs, find_conflicts
-from nettop.before_after import KEYS, LABELS, compare, figures, format_value
+from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
 from nettop.actions.irq import nr_cpu_ids
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
 from nettop.collectors.host_config import IrqbalanceCache
-from nettop.sysroot import LIVE
-from nettop.timeline import Event
+from nettop.kernel.sysroot import LIVE
+from nettop.model.timeline import Event
 
 if TYPE_CHECKING:
     from nettop.actions.tuner import Tuner

@@ -21,7 +21,7 @@ import pytest
 from nettop.actions import ActionError, Change, Journal, NeedsConfirm, Tuner
 from nettop.actions.cli_set import build_changes
 from nettop.cli import build_parser
-from nettop.ethtool_nl import EthtoolNetlink
+from nettop.kernel.ethtool_nl import EthtoolNetlink
 
 NSIM_ID = 10
 
@@ -181,7 +181,7 @@ def test_the_cli_sets_coalescing_as_json_and_undoes_it(nsim, tmp_path):
 
 
 def test_the_collector_reads_coalescing_rings_and_channels_of_a_multiqueue_driver(nsim):
-    from nettop.collect import HostReader
+    from nettop.collectors.host import HostReader
 
     sh("ethtool", "-C", nsim, "rx-usecs", "8")
     sh("ethtool", "-G", nsim, "rx", "1024")

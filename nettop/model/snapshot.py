@@ -16,7 +16,7 @@ from typing import Mapping
 
 from nettop.ebpf.sample import EbpfSample
 from nettop.ping.stats import LatencyStats
-from nettop.problems import Problem
+from nettop.model.problems import Problem
 
 EMPTY: Mapping = {}
 

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable, Protocol
 
-from nettop.snapshot import Snapshot
+from nettop.model.snapshot import Snapshot
 
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 60.0

@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Deque, Iterator
 
-from nettop.rates import Rates, compute_rates
-from nettop.snapshot import Snapshot
+from nettop.model.rates import Rates, compute_rates
+from nettop.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

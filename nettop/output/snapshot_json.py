@@ -12,8 +12,8 @@ from typing import Any
 from nettop.collectors.cpus import format_cpu_list
 from nettop.ebpf.sample import to_json as ebpf_json
 from nettop.ping.stats import to_json
-from nettop.rates import LinkRates, QdiscRates, Rates
-from nettop.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot
+from nettop.model.rates import LinkRates, QdiscRates, Rates
+from nettop.model.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot
 
 SCHEMA = "nettop.snapshot/1"
 

@@ -3,7 +3,7 @@ rings and channels.
 
 Reading uses the ioctl because it is one syscall per question on a socket kept open,
 works on every kernel nettop supports, and needs no string parsing of `ethtool`'s
-output. Setting values goes through ethtool netlink (nettop/ethtool_nl.py), which carries
+output. Setting values goes through ethtool netlink (nettop/kernel/ethtool_nl.py), which carries
 the kernel's own error text.
 """
 

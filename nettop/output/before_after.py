@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from nettop.rates import Rates
-from nettop.snapshot import Snapshot
+from nettop.model.rates import Rates
+from nettop.model.snapshot import Snapshot
 
 WINDOW_S = 60.0  # default seconds on each side
 KEYS = ("throughput", "irq", "softirq", "drops", "squeeze", "rtt")

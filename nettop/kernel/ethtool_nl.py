@@ -1,6 +1,6 @@
 """Coalescing, rings, channels and offloads through the kernel's ethtool netlink family.
 
-The ioctl (nettop/ethtool.py) reads these fine, but a refused ioctl says only "Invalid
+The ioctl (nettop/kernel/ethtool.py) reads these fine, but a refused ioctl says only "Invalid
 argument". Over netlink the kernel says what it refused and why (its extack: "cannot
 modify an unsupported parameter", "requested channel count exceeds maximum"), and that
 sentence is what an operator needs, so every change nettop makes here goes this way.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import errno
 from typing import Any, Mapping
 
-from nettop import netlink as nl
-from nettop.netlink import GenlSocket, NetlinkError
+from nettop.kernel import netlink as nl
+from nettop.kernel.netlink import GenlSocket, NetlinkError
 
 FAMILY = "ethtool"
 

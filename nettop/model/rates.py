@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Mapping
 
-from nettop.counters import U32, U64, Step, delta
-from nettop.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
+from nettop.model.counters import U32, U64, Step, delta
+from nettop.model.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
 
 
 class Presence(Enum):

@@ -34,9 +34,9 @@ from nettop.collectors import (
 )
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
-from nettop.problems import Problem
-from nettop.snapshot import DeviceConfig, LinkStats, Snapshot
-from nettop.sysroot import LIVE, SysRoot
+from nettop.model.problems import Problem
+from nettop.model.snapshot import DeviceConfig, LinkStats, Snapshot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
 
@@ -78,9 +78,9 @@ class HostReader:
 
     def _open_netlink(self) -> None:
         """Long-lived sockets; any that cannot be opened leaves its source to sysfs."""
-        from nettop.ethtool import Ethtool
-        from nettop.netdev_genl import NetdevNetlink, NetdevUnsupported
-        from nettop.rtnl import Rtnl
+        from nettop.kernel.ethtool import Ethtool
+        from nettop.kernel.netdev_genl import NetdevNetlink, NetdevUnsupported
+        from nettop.kernel.rtnl import Rtnl
 
         for attr, factory in (("_rtnl", Rtnl), ("_ethtool", Ethtool), ("_nl", NetdevNetlink)):
             try:

@@ -8,7 +8,7 @@ plain dicts keyed by the spec's names with dashes turned into underscores. Enum 
 (queue type) are given by their spec names, "rx" and "tx". Attributes this module does
 not know yet (newer kernels) are kept as `attr_<number>` when they hold an integer.
 
-One raw socket (nettop.netlink) is opened in the constructor and reused for every
+One raw socket (nettop.kernel.netlink) is opened in the constructor and reused for every
 request, because the sampler asks every tick and three dumps through pyroute2 cost more
 than the rest of a tick; `close()` releases it.
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from nettop import netlink as nl
-from nettop.netlink import GenlSocket, NetlinkError
+from nettop.kernel import netlink as nl
+from nettop.kernel.netlink import GenlSocket, NetlinkError
 
 FAMILY = "netdev"
 

@@ -11,7 +11,7 @@ import shutil
 import sys
 from typing import Any
 
-from nettop.sysroot import SysRoot
+from nettop.kernel.sysroot import SysRoot
 
 
 def _si(x: float | None, unit: str = "") -> str:
@@ -68,10 +68,10 @@ def render(doc: dict[str, Any], width: int = 100) -> str:
 
 def watch(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
     """Redraw the text report every interval until Ctrl-C (the sampler owns the clock)."""
-    from nettop.collect import HostReader
-    from nettop.sampler import Sampler
-    from nettop.snapshot_json import build_document
-    from nettop.timeline import Timeline
+    from nettop.collectors.host import HostReader
+    from nettop.model.sampler import Sampler
+    from nettop.output.snapshot_json import build_document
+    from nettop.model.timeline import Timeline
 
     timeline = Timeline(max_points=120)
     latest: queue.Queue = queue.Queue(maxsize=1)

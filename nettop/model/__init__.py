@@ -1,0 +1,2 @@
+"""The model: immutable snapshots, counter arithmetic, rates as pure functions of two
+snapshots, the bounded timeline and the sampler thread that fills it."""
