@@ -1,0 +1,306 @@
+"""Drawing one point: the header, the notice and each panel, from the pure row builders
+of `nettop.tui.model`.
+
+Each `_draw_*` touches only its own panel and changes only what changed (tables sync
+cells; charts replot only when the picture can have moved), so a frame on a quiet host
+costs almost nothing. The mixin holds no state of its own: it reads the app's
+(`source`, `picked`, sort, NUMA filter, chart keys) and is kept apart from the keys
+so the drawing can be read, and changed, on its own.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import TYPE_CHECKING, Any
+
+from nettop.model.timeline import Point
+from nettop.tui import format as fmt
+from nettop.tui import model, playback
+from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
+from nettop.tui.ebpf_panel import DropTable, HardirqTable, NapiTable, SoftirqTable, header_text
+from nettop.tui.recording import display_path
+from nettop.tui.tables import (
+    BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
+)
+from nettop.tui.widgets import EmptyState, Panel, TextLine
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from nettop.tui.source import Source
+
+    _AppBase = App[None]
+else:
+    _AppBase = object
+
+HEATMAP_ABOVE_CPUS = 32
+TREND_WIDTH = 6
+CHART_LINES_MAX = 4  # interfaces plotted (two lines each); the table above lists them all
+NO_LATENCY = "no latency probe: run with --ping HOST"
+NO_EBPF = "eBPF probes are off: press e to turn them on (root and bcc)"
+
+
+class DrawingMixin(_AppBase):
+    """Draws a `Point` into the app's widgets; needs the app's state listed below."""
+
+    source: Source
+    latest: Point | None
+    picked: frozenset[str] | None
+    sort_mode: str
+    sort_reverse: bool
+    numa_only: bool
+    replaying: bool
+    seeking: int
+    window_s: float
+    record_error: str | None
+    _own_cpu: float | None
+    _chart_key: tuple | None
+    _chart_t: float | None
+    _latency_events: int
+    _latency_t: float | None
+
+    def redraw(self) -> None:
+        if self.latest is not None:
+            with self.batch_update():
+                self._draw(self.latest)
+
+    def selected_queue(self) -> Any:
+        """The queue row under the queues table's cursor (None before the first sample)."""
+        if self.latest is None:
+            return None
+        table = self.query_one(QueueTable)
+        keys = table.row_keys()
+        if not keys:
+            return None
+        key = keys[min(table.cursor, len(keys) - 1)]
+        return next((r for r in model.queue_rows(self.latest, self.shown(self.latest)) if r.key == key), None)
+
+    def shown(self, point: Point) -> list[str]:
+        return model.shown_interfaces(point.snapshot, self.picked)
+
+    def _draw(self, point: Point) -> None:
+        names = self.shown(point)
+        self._draw_header(point)
+        self._draw_notice(point)
+        self._draw_queues(point, names)
+        self._draw_cpus(point, names)
+        self._draw_throughput(point, names)
+        self._draw_qdisc(point, names)
+        self._draw_latency(point)
+        self._draw_ebpf(point)
+
+    def _draw_header(self, point: Point | None = None) -> None:
+        point = point or self.latest
+        if self.replaying:
+            self._draw_replay_header(point)
+            return
+        src = self.source
+        state = "PAUSED" if src.paused else src.mode
+        parts = [f"nettop {state}", f"every {fmt.interval(src.interval)}"]
+        tap = getattr(src, "tap", None)
+        status = tap.status() if tap is not None else None
+        if status is not None:
+            parts.insert(1, f"● REC {display_path(status.path)} {playback.size_text(status.size)}")
+        if self._own_cpu is not None:
+            parts.append(f"nettop CPU {self._own_cpu:.1f}%")
+        if point is not None:
+            snap = point.snapshot
+            stamp = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S")
+            parts += [snap.host, snap.kernel, f"{stamp} UTC"]
+            if point.rates is not None and point.rates.sampler_cpu_pct is not None:
+                parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
+        probes = self._probe_text(point)
+        if probes is not None:
+            parts.insert(2, probes)
+        self.query_one("#header", TextLine).set(" │ ".join(parts))
+
+    def _draw_replay_header(self, point: Point | None) -> None:
+        src: Any = self.source
+        state = "nettop replay"
+        if self.seeking:
+            state += " seeking…"
+        elif src.paused:
+            state += " PAUSED"
+        elif getattr(src, "at_end", False):
+            state += " (end)"
+        speed = getattr(src, "speed", None)
+        parts = [state, f"speed {playback.speed_text(speed)}" if speed else f"every {fmt.interval(src.interval)}"]
+        if point is not None:
+            snap = point.snapshot
+            parts += [snap.host, snap.kernel, playback.stamp(snap.t_wall)]
+        reader = getattr(src, "reader", None)
+        if reader is not None:
+            parts.append(f"sample {src.position + 1}/{len(reader)}")
+        probes = self._probe_text(point)
+        if probes is not None:
+            parts.append(probes)
+        self.query_one("#header", TextLine).set(" │ ".join(parts))
+
+    def _draw_notice(self, point: Point | None = None) -> None:
+        point = point or self.latest
+        if self.replaying:
+            src: Any = self.source
+            text: str | None = playback.replay_notice(getattr(src, "path", "?"), list(getattr(src, "warnings", [])))
+        else:
+            text = model.root_notice(point.snapshot, self.source.is_root) if point is not None else None
+        if self.record_error is not None:
+            text = self.record_error + (f" │ {text}" if text else "")
+        notice = self.query_one("#notice", TextLine)
+        if text is None:
+            if notice.display:
+                notice.display = False
+            return
+        notice.set(text)
+        if not notice.display:
+            notice.display = True
+
+    def _draw_queues(self, point: Point, names: list[str]) -> None:
+        table = self.query_one(QueueTable)
+        rows = model.queue_rows(point, names)
+        rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
+        table.widen("queue", label_width((r.label for r in rows), 10))
+        hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
+        table.sync([(r.key, QueueTable.cells(r, fmt.sparkline(hist.get(r.key, []), TREND_WIDTH)))
+                    for r in rows])
+
+    def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
+        nodes = {d.numa_node for n in names if (d := point.snapshot.devices.get(n)) and d.numa_node is not None}
+        if not nodes or not self.source.cpu_nodes:
+            return None
+        return {c for c, node in self.source.cpu_nodes.items() if node in nodes}
+
+    def _draw_cpus(self, point: Point, names: list[str]) -> None:
+        rows = model.cpu_rows(point)
+        caption = f"{len(rows)} CPUs, softirq %"
+        if self.numa_only:
+            keep = self._numa_cpus(point, names)
+            if keep is None:
+                caption += " (NUMA filter: node unknown, showing all)"
+            else:
+                rows = [r for r in rows if r.cpu in keep]
+                caption += f" (NUMA filter: {len(rows)} CPUs on the NIC's node)"
+        heat = len(point.snapshot.online_cpus) > HEATMAP_ABOVE_CPUS
+        table, heatmap = self.query_one(CpuTable), self.query_one(CpuHeatmap)
+        if table.display == heat:
+            table.display, heatmap.display = not heat, heat
+        if heat:
+            heatmap.show(rows, caption)
+        else:
+            table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
+        self.query_one("#cpus", Panel).set_status(caption.split("(", 1)[-1].rstrip(")") if "(" in caption else "")
+
+    def _draw_throughput(self, point: Point, names: list[str]) -> None:
+        rows = []
+        rates = point.rates
+
+        def bits(v: float | None) -> float | None:
+            return None if v is None else 8 * v
+
+        # busiest first: on a host with many interfaces the ones moving traffic stay in view
+        for name in model.busiest(rates, names, len(names), by_load=True):
+            lr = rates.links.get(name) if rates else None
+            drops = None
+            if lr and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
+                drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
+            rows.append((name, (
+                (name, ""),
+                (fmt.si(bits(lr.rx_bytes_per_s) if lr else None), ""),
+                (fmt.si(bits(lr.tx_bytes_per_s) if lr else None), ""),
+                (fmt.si(lr.rx_packets_per_s if lr else None), ""),
+                (fmt.si(lr.tx_packets_per_s if lr else None), ""),
+                (fmt.si(drops), "hot" if drops else ""),
+            )))
+        table = self.query_one(IfaceTable)
+        table.widen("if", label_width(names, 10))
+        table.sync(rows)
+        chart = self.query_one(ThroughputChart)
+        events = self.source.timeline.events()
+        plotted = model.busiest(rates, names, CHART_LINES_MAX)
+        key = (tuple(plotted), len(events))
+        now = point.snapshot.t_mono
+        # plotting is the dearest part of a frame: only when the picture can have moved
+        if key != self._chart_key or due(self._chart_t, now, self.window_s, chart.size.width):
+            self._chart_key, self._chart_t = key, now
+            markers = model.event_offsets(events, point.snapshot, self.window_s)
+            points = self.source.timeline.points()
+            chart.show(model.throughput(points, plotted, self.window_s), markers, self.window_s)
+
+    def _draw_qdisc(self, point: Point, names: list[str]) -> None:
+        qt = self.query_one(QdiscTable)
+        rows = model.qdisc_rows(point, names)
+        qt.widen("if", label_width((r.ifname for r in rows), 10))
+        qt.sync([(r.key, QdiscTable.cells(r)) for r in rows])
+        brows = model.bql_rows(point.snapshot, names)
+        bt = self.query_one(BqlTable)
+        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}" for r in brows), 14))
+        bt.sync([(r.key, BqlTable.cells(r)) for r in brows])
+
+    def _draw_latency(self, point: Point) -> None:
+        series = model.latency_series(self.source.timeline.points(), self.window_s)
+        chart, table = self.query_one(LatencyChart), self.query_one(LatencyTable)
+        empty = self.query_one("#latency-empty")
+        if not series:
+            if chart.display:
+                chart.display = table.display = False
+                empty.display = True
+            return
+        if not chart.display:
+            chart.display = table.display = True
+            empty.display = False
+        rows = model.latency_rows(point.snapshot)
+        table.widen("target", label_width((r.target for r in rows), 14))
+        table.sync([(r.key, LatencyTable.cells(r)) for r in rows])
+        events = self.source.timeline.events()
+        if len(events) != self._latency_events or due(self._latency_t, point.snapshot.t_mono, self.window_s,
+                                                      chart.size.width):
+            self._latency_events, self._latency_t = len(events), point.snapshot.t_mono
+            chart.show(series, model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
+
+    def _probe_text(self, point: Point | None) -> str | None:
+        switch = getattr(self.source, "probe_switch", None)
+        sample = point.snapshot.ebpf if point is not None else None
+        if switch is not None:
+            state: str | None = switch.state
+        else:  # a source without a switch: a replay shows recorded figures, others report them as on
+            state = "on" if sample is not None and not self.replaying else None
+        return header_text(state, sample)
+
+    def _draw_ebpf(self, point: Point) -> None:
+        sample = point.snapshot.ebpf
+        switch = getattr(self.source, "probe_switch", None)
+        panel = self.query_one("#ebpf", Panel)
+        busy = switch is not None and switch.state != "off"
+        if sample is None and not busy and not panel.display:
+            return
+        if not panel.display:
+            panel.display = True
+        empty = self.query_one("#ebpf-empty", EmptyState)
+        tables: list[NapiTable | SoftirqTable | HardirqTable | DropTable] = [
+            self.query_one(NapiTable), self.query_one(SoftirqTable), self.query_one(HardirqTable),
+            self.query_one(DropTable)]
+        if sample is None:
+            if switch is not None and switch.state == "compiling":
+                text = "eBPF: compiling the probes (a few seconds; sampling goes on)…"
+            elif switch is not None and switch.reason:
+                text = f"eBPF off: {switch.reason}"
+            else:
+                text = NO_EBPF if not self.replaying else "this recording has no eBPF figures"
+            empty.update(text)
+            empty.display = True
+            for t in tables:
+                t.display = False
+            panel.set_status("")
+            return
+        from nettop.ebpf.sample import to_json
+
+        doc = to_json(sample)
+        empty.display = False
+        for t in tables:
+            if not t.display:
+                t.display = True
+            t.sync(t.rows(doc))
+        polling = sum(1 for n in doc["napi"] if n["mode"] == "polling")
+        status = f"{len(doc['napi'])} NAPI, {polling} polling · drops {fmt.si(doc['drops']['per_s'])}/s"
+        if sample.duty > 1:
+            status += f" · sampled 1/{sample.duty}"
+        panel.set_status(status)
