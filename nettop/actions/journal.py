@@ -130,7 +130,8 @@ def _begin_problem(rec: dict[str, Any], by_id: dict[int, Entry]) -> str | None:
     try:
         setting = from_record(rec.get("setting"))
     except (ActionError, TypeError, ValueError) as exc:
-        return str(exc)
+        why = str(exc)
+        return why if len(why) <= 150 else why[:149] + "…"
     if setting.key != rec["key"]:
         return f"a begin record whose key {clip(rec['key'])} is not its setting's ({setting.key})"
     for name in ("before", "value"):
