@@ -19,6 +19,7 @@ from dataclasses import dataclass
 MAX_TEXT = 65536  # characters of one typed value: a list of every CPU of an 8192-CPU host fits
 MAX_DIGITS = 20  # a u64 has 20 decimal digits; anything longer is out of every range here
 CPU_ID_LIMIT = 65536  # above any kernel's NR_CPUS (8192): a possible-CPU file beyond it is refused
+U32_MAX = 2**32 - 1
 IFNAMSIZ = 16  # include/uapi/linux/if.h, with its terminating NUL
 
 _DEC = re.compile(r"-?[0-9]+", re.ASCII)
@@ -161,6 +162,8 @@ def parse_cpu_spec(text: str) -> CpuSpec:
         if hi < lo:
             raise CpuSetError(f"descending range {clip(item)} in {clip(text)}")
         used, group = (_num(m.group(3)), _num(m.group(4))) if m.group(3) is not None else (1, 1)
+        if group > U32_MAX:  # the kernel's bitmap_parselist refuses it too (EOVERFLOW)
+            raise CpuSetError(f"stride {clip(item)} in {clip(text)}: the group is at most {U32_MAX}", errno.ERANGE)
         if used == 0 or group == 0 or used > group:
             raise CpuSetError(f"bad stride {clip(item)} in {clip(text)}: use USED/GROUP with 1 <= USED <= GROUP")
         spans.append((lo, hi, used, group))
