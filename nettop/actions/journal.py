@@ -189,6 +189,8 @@ def replay(lines: list[str]) -> State:
             if not _id(rec.get("group")) or rec.get("action") not in GROUP_ACTIONS or \
                     (rec.get("ref") is not None and not _id(rec.get("ref"))):
                 why = "a malformed group record"
+            elif rec["action"] == "set" and rec["group"] not in st.groups:
+                why = f"a group record of group {rec['group']}, which has no begin record"
             else:
                 _finish_group(st, rec)
         elif op == "clean":
