@@ -19,7 +19,7 @@ from typing import Iterable
 
 from nettop.actions.base import (ActionError, Change, Setting, Value, need_iface, read_file, register,
                                  write_file)
-from nettop.actions.typed import MAX_TEXT, CpuSetError, clip, format_span, parse_cpu_spec, possible_ncpus
+from nettop.actions.typed import CPU_ID_LIMIT, MAX_TEXT, CpuSetError, clip, format_span, parse_cpu_spec, possible_ncpus
 from nettop.collectors.cpus import ONLINE, POSSIBLE, format_cpu_list, parse_cpu_mask, read_online_cpus
 from nettop.collectors.irq_affinity import probe_managed
 from nettop.kernel.sysroot import SysRoot
@@ -33,11 +33,12 @@ def parse_cpus(text: str, ncpus: int | None = None) -> tuple[int, ...]:
 
     Text with "-" or several comma-separated decimals is a list; a token with hex letters,
     a "0x" prefix, or comma groups of 8 digits after the first is a mask; a bare decimal
-    number ("3") is the CPU list "3". Every id is checked against `ncpus` (default: the
-    host's possible CPUs) arithmetically, before anything is expanded. Raises CpuSetError
-    (a ValueError) with the reason; an all-zero mask gives ().
+    number ("3") is the CPU list "3". Every id is checked against `ncpus` arithmetically,
+    before anything is expanded: `check_cpus` passes the host's possible CPUs; without it
+    the bound is CPU_ID_LIMIT, above any kernel's. Raises CpuSetError (a ValueError) with
+    the reason; an all-zero mask gives ().
     """
-    return parse_cpu_spec(text).expand(nr_cpu_ids() if ncpus is None else ncpus)
+    return parse_cpu_spec(text).expand(CPU_ID_LIMIT if ncpus is None else ncpus)
 
 
 def _read_cpus(path: str) -> str:
@@ -47,7 +48,7 @@ def _read_cpus(path: str) -> str:
 
 def online_cpus() -> tuple[int, ...]:
     try:
-        return parse_cpus(_read_cpus("/" + ONLINE))
+        return parse_cpus(_read_cpus("/" + ONLINE), nr_cpu_ids())
     except (OSError, ValueError):
         cpus, _ = read_online_cpus(LIVE)
         return cpus

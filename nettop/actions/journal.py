@@ -279,11 +279,10 @@ class Journal:
     @contextlib.contextmanager
     def reading(self) -> Iterator[State]:
         """The current state under a shared lock; works without write access to the file
-        (`nettop journal`, dry-runs). An unreadable journal is one ActionError line."""
-        if self._fd is not None:
-            with self.locked() as st:
-                yield st
-            return
+        (`nettop journal`, dry-runs). An unreadable journal is one ActionError line.
+
+        Its own file descriptor, never the writer's: flock belongs to an open file, so a
+        reader thread sharing the writer's descriptor would unlock it mid-write."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
