@@ -73,6 +73,8 @@ CORRUPT = {
     "end of no begin": json.dumps({"op": "end", "id": 999, "after": 1, "verified": True, "error": None}),
     "end with an error that is not text": json.dumps({"op": "end", "id": 1, "after": 1, "verified": True,
                                                       "error": {"x": 1}}),
+    "end whose after is of the wrong type": json.dumps({"op": "end", "id": 1, "after": [1], "verified": True,
+                                                        "error": None}),
     "group of no number": json.dumps({"op": "group", "group": "x", "action": "set"}),
     "unknown op": json.dumps({"op": "teleport"}),
     "no op": json.dumps({"id": 3}),
@@ -89,6 +91,19 @@ def test_a_corrupt_line_is_skipped_with_a_reason_and_the_records_after_it_count(
     assert [e.key for e in st.entries] == ["txqueuelen a", "txqueuelen b"] and st.undo == [1, 2]
     assert all(e.ok for e in st.entries)
     assert st.next_id >= 3 and st.next_group >= 3
+
+
+@pytest.mark.parametrize("end,why", [
+    ({"after": [1], "verified": True, "error": None}, "whose after [1] is not a value txqueuelen a can hold"),
+    ({"after": True, "verified": True, "error": None}, "whose after True is not a value"),
+    ({"after": 5, "verified": True, "error": {"x": 1}}, "malformed error or verified field"),
+    ({"after": 5, "verified": "yes", "error": None}, "malformed error or verified field"),
+])
+def test_a_malformed_end_leaves_its_write_pending_for_restore(end, why):
+    lines = [good(1, "a")[0], json.dumps({"op": "end", "id": 1, **end})]
+    st = replay(lines)
+    assert len(st.problems) == 1 and why in st.problems[0]
+    assert [e.id for e in st.pending()] == [1] and st.originals()["txqueuelen a"].before == 1000
 
 
 def test_ids_on_skipped_lines_are_never_handed_out_again():

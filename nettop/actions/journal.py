@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from nettop.actions.base import ActionError, from_record
+from nettop.actions.base import REGISTRY, ActionError, from_record
 from nettop.actions.typed import clip
 
 FILENAME = "journal.jsonl"
@@ -182,6 +182,9 @@ def replay(lines: list[str]) -> State:
                 why = f"a second end record for id {e2.id}"
             elif not isinstance(rec.get("error"), (str, type(None))) or not isinstance(rec.get("verified"), (bool, type(None))):
                 why = f"an end record for id {e2.id} with a malformed error or verified field"
+            elif rec.get("after") is not None and (isinstance(rec["after"], bool) or not isinstance(
+                    rec["after"], REGISTRY[e2.setting["kind"]].value_types)):
+                why = f"an end record for id {e2.id} whose after {clip(rec['after'])} is not a value {e2.key} can hold"
             else:
                 e2.ended, e2.after = True, rec.get("after")
                 e2.verified, e2.error = bool(rec.get("verified")), rec.get("error")
