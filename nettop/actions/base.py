@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import os
+import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-import typing
 from typing import Any, ClassVar
 
 from nettop.actions.typed import clip, ifname_problem, whole
@@ -123,7 +124,7 @@ def from_record(record: Any) -> Setting:
     if set(params) != set(fields):
         raise ActionError(f"journal record of a {kind} setting has parameters {sorted(map(clip, params))}, "
                           f"not {sorted(fields)}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     for name, v in params.items():
         if not _fits(hints.get(name), v):
             raise ActionError(f"journal record of a {kind} setting: {name}={clip(v)} is not a "
@@ -131,6 +132,11 @@ def from_record(record: Any) -> Setting:
     setting = cls(**params)
     setting.validate()
     return setting
+
+
+@functools.cache
+def _hints(cls: type[Setting]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _fits(hint: Any, v: Any) -> bool:
