@@ -51,7 +51,7 @@ def test_spread_assigns_one_cpu_per_irq_round_robin():
 @pytest.mark.parametrize("text,cpus", [("0-3,8", (0, 1, 2, 3, 8)), ("f0", (4, 5, 6, 7)), ("0x3", (0, 1)),
                                        ("3", (3,)), ("1,00000000", (32,)), ("0,2", (0, 2))])
 def test_parse_cpus_takes_lists_and_masks(text, cpus):
-    assert parse_cpus(text) == cpus
+    assert parse_cpus(text, 64) == cpus
 
 
 @pytest.mark.parametrize("value,err,text", [

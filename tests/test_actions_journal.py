@@ -8,9 +8,10 @@ from nettop.actions.journal import replay
 
 
 def begin(i, g, key, before, value, action="set", ref=None):
+    """A begin record of txqueuelen on interface `key` (originals() keys it "txqueuelen KEY")."""
     return json.dumps({"op": "begin", "id": i, "group": g, "action": action, "ref": ref, "t": 1.0,
-                       "setting": {"kind": "txqueuelen", "params": {"ifname": "x"}}, "key": key,
-                       "before": before, "value": value})
+                       "setting": {"kind": "txqueuelen", "params": {"ifname": key}},
+                       "key": f"txqueuelen {key}", "before": before, "value": value})
 
 
 def end(i, after, error=None):
@@ -26,7 +27,7 @@ def test_originals_are_the_first_before_of_each_key_and_stacks_follow_groups():
              begin(2, 2, "a", 20, 30), end(2, 30), begin(3, 2, "b", 1, 2), end(3, 2), group(2),
              begin(4, 3, "a", 30, 20, "undo", 2), end(4, 20), group(3, "undo", 2)]
     st = replay(lines)
-    assert {k: e.before for k, e in st.originals().items()} == {"a": 10, "b": 1}
+    assert {k: e.before for k, e in st.originals().items()} == {"txqueuelen a": 10, "txqueuelen b": 1}
     assert st.undo == [1] and st.redo == [2]
     assert st.next_id == 5 and st.next_group == 4
 
@@ -36,7 +37,7 @@ def test_torn_last_line_is_ignored_and_unfinished_write_is_pending():
     st = replay(lines)
     assert st.torn == 1
     assert [e.id for e in st.pending()] == [2]
-    assert st.originals()["a"].before == 10
+    assert st.originals()["txqueuelen a"].before == 10
 
 
 def test_clean_starts_a_new_epoch_but_ids_keep_growing():
@@ -44,7 +45,7 @@ def test_clean_starts_a_new_epoch_but_ids_keep_growing():
              begin(2, 2, "a", 10, 40), end(2, 40), group(2)]
     st = replay(lines)
     assert [e.id for e in st.entries] == [2] and st.undo == [2]
-    assert st.originals()["a"].before == 10
+    assert st.originals()["txqueuelen a"].before == 10
 
 
 def test_new_set_clears_redo():

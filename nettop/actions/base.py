@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import os
+import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from nettop.actions.typed import clip, ifname_problem, whole
 
 Value = Any  # a JSON value: str, int, bool, None, or a dict/list of those
 
@@ -48,6 +52,7 @@ class Setting(ABC):
 
     __slots__ = ()
     kind: ClassVar[str]
+    value_types: ClassVar[tuple[type, ...]] = (object,)  # JSON types `read` returns (the journal checks them)
 
     @property
     @abstractmethod
@@ -88,6 +93,10 @@ class Setting(ABC):
             return " ".join(f"{k}={_show_scalar(v)}" for k, v in value.items()) or "{}"
         return _show_scalar(value)
 
+    def validate(self) -> None:
+        """Refuse parameters that cannot name this kind of value (an interface name that is
+        a path, an IRQ below 0); a journal record is rebuilt only when this passes."""
+
     def to_record(self) -> dict[str, Any]:
         return {"kind": self.kind, "params": dataclasses.asdict(self)}  # type: ignore[call-overload]
 
@@ -100,13 +109,44 @@ def _show_scalar(v: Value) -> str:
     return str(v)
 
 
-def from_record(record: dict[str, Any]) -> Setting:
-    """The Setting a journal record names; ActionError for an unknown kind."""
-    cls = REGISTRY.get(record.get("kind", ""))
+def from_record(record: Any) -> Setting:
+    """The Setting a journal record names; ActionError for an unknown kind or parameters
+    that do not fit it (wrong names, wrong types, or values `validate` refuses)."""
+    kind = record.get("kind") if isinstance(record, dict) else None
+    cls = REGISTRY.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ActionError(f"journal names an unknown setting kind {record.get('kind')!r}: "
+        raise ActionError(f"journal names an unknown setting kind {clip(kind)}: "
                           "was it written by a newer nettop?")
-    return cls(**record.get("params", {}))
+    params = record.get("params")
+    if not isinstance(params, dict):
+        raise ActionError(f"journal record of a {kind} setting has no parameters")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    if set(params) != set(fields):
+        raise ActionError(f"journal record of a {kind} setting has parameters {sorted(map(clip, params))}, "
+                          f"not {sorted(fields)}")
+    hints = _hints(cls)
+    for name, v in params.items():
+        if not _fits(hints.get(name), v):
+            raise ActionError(f"journal record of a {kind} setting: {name}={clip(v)} is not a "
+                              f"{getattr(hints.get(name), '__name__', hints.get(name))}")
+    setting = cls(**params)
+    setting.validate()
+    return setting
+
+
+@functools.cache
+def _hints(cls: type[Setting]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _fits(hint: Any, v: Any) -> bool:
+    if hint is int:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if hint is str:
+        return isinstance(v, str)
+    if typing.get_origin(hint) is tuple:
+        return isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,20 +229,44 @@ def read_file(path: str) -> str:
 
 
 def iface_exists(ifname: str) -> bool:
-    return os.path.isdir(f"/sys/class/net/{ifname}")
+    return ifname_problem(ifname) is None and os.path.isdir(f"/sys/class/net/{ifname}")
 
 
 def need_iface(ifname: str) -> None:
-    if not ifname or "/" in ifname or not iface_exists(ifname):
+    """ActionError unless `ifname` is a valid interface name that exists: checked before
+    the name becomes part of any /sys path."""
+    valid_ifname(ifname)
+    if not iface_exists(ifname):
         raise ActionError(f"no interface named {ifname!r} (see `ip link` for the names)", errno.ENODEV)
 
 
+QUEUE_MAX = 65535  # queue indexes are u16 in the kernel (netdev_queue's index is below num_tx_queues)
+
+
+def valid_ifname(ifname: object) -> None:
+    """ActionError unless `ifname` could be an interface name (no existence check: a
+    journal may name one that is gone, and restore reports that as skipped)."""
+    why = ifname_problem(ifname)
+    if why is not None:
+        raise ActionError(f"{clip(ifname)} is not an interface name: {why} (see `ip link` for the names)",
+                          errno.EINVAL)
+
+
+def valid_queue(queue: object) -> None:
+    if not (isinstance(queue, int) and not isinstance(queue, bool) and 0 <= queue <= QUEUE_MAX):
+        raise ActionError(f"{clip(queue)} is not a queue number (0 to {QUEUE_MAX})", errno.EINVAL)
+
+
 def parse_int(name: str, value: Value, lo: int, hi: int) -> int:
-    """An integer request in [lo, hi]; ActionError naming the range otherwise."""
-    try:
-        n = int(str(value).strip(), 0) if not isinstance(value, int) or isinstance(value, bool) else value
-    except ValueError:
-        raise ActionError(f"{name}: {value!r} is not a whole number") from None
+    """An integer request in [lo, hi], typed as ASCII decimal or 0x hex; ActionError
+    naming the range otherwise ("²", "1_000", " +1" and 400-digit numbers included)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        n: int | None = value
+    else:
+        n = whole(value) if isinstance(value, str) else None
+    if n is None:
+        raise ActionError(f"{name}: {clip(value)} is not a whole number (ASCII digits, or 0x hex)")
     if not lo <= n <= hi:
-        raise ActionError(f"{name}: {n} is out of range; use {lo} to {hi}", errno.ERANGE)
+        shown = str(n) if abs(n) < 2**64 else ("-" if n < 0 else "") + "a number beyond 2**64"
+        raise ActionError(f"{name}: {shown} is out of range; use {lo} to {hi}", errno.ERANGE)
     return n

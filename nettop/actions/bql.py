@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass
 
 from nettop.actions.base import (ActionError, Setting, Value, need_iface, parse_int, read_file,
-                                 register, write_file)
+                                 register, valid_ifname, valid_queue, write_file)
+from nettop.actions.typed import clip
 
 DQL_MAX_LIMIT = 0x7FFFFFFF - 0x0FFFFFFF  # include/linux/dynamic_queue_limits.h: (UINT_MAX / 2) - DQL_MAX_OBJECT
 
@@ -20,6 +21,7 @@ DQL_MAX_LIMIT = 0x7FFFFFFF - 0x0FFFFFFF  # include/linux/dynamic_queue_limits.h:
 @register
 @dataclass(frozen=True, slots=True)
 class BqlLimit(Setting):
+    value_types = (int,)
     ifname: str
     queue: int
     which: str  # "limit_max" or "limit_min"
@@ -35,9 +37,14 @@ class BqlLimit(Setting):
     def read(self) -> Value:
         return int(read_file(self._path(self.which)))
 
-    def normalize(self, value: Value) -> Value:
+    def validate(self) -> None:
         if self.which not in ("limit_max", "limit_min"):
-            raise ActionError(f"BQL has limit_max and limit_min, not {self.which!r}")
+            raise ActionError(f"BQL has limit_max and limit_min, not {clip(self.which)}")
+        valid_ifname(self.ifname)
+        valid_queue(self.queue)
+
+    def normalize(self, value: Value) -> Value:
+        self.validate()
         need_iface(self.ifname)
         if not os.path.exists(self._path(self.which)):
             raise ActionError(f"{self.ifname} tx-{self.queue} has no byte_queue_limits "

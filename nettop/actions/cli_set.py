@@ -9,18 +9,22 @@ status 2 (1 when the kernel refused a write), never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from typing import Any, Sequence
 
 from nettop.actions import ethtool, irq, rps_xps
-from nettop.actions.base import ActionError, Change, Result
+from nettop.actions.base import QUEUE_MAX, ActionError, Change, Result, need_iface, parse_int
 from nettop.actions.bql import BqlLimit
 from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.sysctl import Sysctl
+from nettop.actions.journal import problem_line
 from nettop.actions.tuner import KernelRefused, NeedsConfirm, Tuner, describe_entry
+from nettop.actions.irq import IRQ_MAX
+from nettop.actions.typed import bare, clip, looks_numeric, whole
 
 COMMANDS = ("set", "undo", "redo", "journal", "restore", "revert")
 
@@ -55,8 +59,8 @@ def add_subcommands(sub: Any) -> None:
         a.add_argument("cpus")
     a = what.add_parser("rfs", help="IFACE ENTRIES [FLOW_CNT]")
     a.add_argument("iface")
-    a.add_argument("entries", type=int)
-    a.add_argument("flow_cnt", type=int, nargs="?")
+    a.add_argument("entries")
+    a.add_argument("flow_cnt", nargs="?")
     for name in ("coalesce", "rings", "channels", "features"):
         a = what.add_parser(name, help="IFACE KEY=VALUE...")
         a.add_argument("iface")
@@ -71,7 +75,7 @@ def add_subcommands(sub: Any) -> None:
         a.add_argument("value")
     a = what.add_parser("bql", help="IFACE QUEUE limit_max|limit_min VALUE")
     a.add_argument("iface")
-    a.add_argument("queue", type=int)
+    a.add_argument("queue")
     a.add_argument("which")
     a.add_argument("value")
     a = what.add_parser("sysctl", help="NAME VALUE")
@@ -96,28 +100,51 @@ def _pairs(pairs: Sequence[str]) -> dict[str, str]:
     for p in pairs:
         k, eq, v = p.partition("=")
         if not eq or not k:
-            raise ActionError(f"{p!r} is not KEY=VALUE")
+            raise ActionError(f"{clip(p)} is not KEY=VALUE")
+        if k in out:
+            raise ActionError(f"{bare(k)} is given twice")
         out[k] = v
     return out
 
 
+def _irq_target(target: str, args: Sequence[str]) -> int | None:
+    """The IRQ number `set irq TARGET ...` names, or None when TARGET is an interface."""
+    if args and args[0] in IFACE_MODES:
+        return None
+    if target.isascii() and target.isdigit():
+        n = whole(target)
+        if n is None or n > IRQ_MAX:
+            raise ActionError(f"IRQ {clip(target)} does not exist (see /proc/interrupts)", errno.ENOENT)
+        return n
+    if looks_numeric(target):
+        raise ActionError(f"{clip(target)} is not an IRQ number: IRQs are 0, 1, 2 ... in ASCII digits "
+                          "(see /proc/interrupts)", errno.EINVAL)
+    return None
+
+
+IFACE_MODES = ("spread", "hint", "numa")
+
+
 def build_changes(a: argparse.Namespace) -> list[Change]:
+    """The Changes of one parsed `set` command; ActionError for a request that cannot be one."""
     w = a.what
     if w == "irq":
-        if a.target.isdigit():
+        n = _irq_target(a.target, a.args)
+        if n is not None:
             if len(a.args) != 1:
                 raise ActionError("use `set irq IRQ CPUS`, e.g. `set irq 57 2-3`")
-            return [irq.move_irq(int(a.target), a.args[0])]
+            return [irq.move_irq(n, a.args[0])]
+        need_iface(a.target)
         mode = a.args[0]
-        irqs = irq.queue_irqs(a.target)
         if mode == "spread" and len(a.args) == 2:
-            return irq.spread(irqs, a.args[1])
-        if mode == "hint":
-            return irq.apply_hints(irqs)
-        if mode == "numa":
-            return irq.numa_local(a.target, irqs)
+            return irq.spread(irq.queue_irqs(a.target), a.args[1])
+        if mode == "hint" and len(a.args) == 1:
+            return irq.apply_hints(irq.queue_irqs(a.target))
+        if mode == "numa" and len(a.args) == 1:
+            return irq.numa_local(a.target, irq.queue_irqs(a.target))
         raise ActionError("use `set irq IRQ CPUS`, `set irq IFACE spread CPUS`, `set irq IFACE hint` or `set irq IFACE numa`")
     if w in ("rps", "xps"):
+        need_iface(a.iface)
         if a.queue == "all":
             if w == "rps":
                 return rps_xps.rps_all(a.iface, a.cpus)
@@ -126,11 +153,16 @@ def build_changes(a: argparse.Namespace) -> list[Change]:
         cls = rps_xps.RpsCpus if w == "rps" else rps_xps.XpsCpus
         return [Change(cls(a.iface, q), a.cpus)]
     if w == "rfs":
-        return rps_xps.rfs(a.iface, a.entries, a.flow_cnt)
+        need_iface(a.iface)
+        entries = parse_int("rfs ENTRIES", a.entries, 0, rps_xps.FLOW_MAX)
+        flow_cnt = None if a.flow_cnt is None else parse_int("rfs FLOW_CNT", a.flow_cnt, 0, rps_xps.FLOW_MAX)
+        return rps_xps.rfs(a.iface, entries, flow_cnt)
     if w in ("coalesce", "rings", "channels", "features"):
+        need_iface(a.iface)
         params = _pairs(a.pairs)
         return [Change(ethtool.make(w, a.iface, params), params)]
     if w == "qdisc":
+        need_iface(a.iface)
         params = _pairs(a.pairs)
         children = params.pop("children", None)
         value: dict[str, Any] = {"kind": a.qkind, "params": params}
@@ -142,16 +174,19 @@ def build_changes(a: argparse.Namespace) -> list[Change]:
     if w == "mtu":
         return [Change(Mtu(a.iface), a.value)]
     if w == "bql":
-        return [Change(BqlLimit(a.iface, a.queue, a.which), a.value)]
+        return [Change(BqlLimit(a.iface, _queue(a.queue), a.which), a.value)]
     if w == "sysctl":
         return [Change(Sysctl(a.name), " ".join(a.value))]
-    raise ActionError(f"nettop cannot set {w!r}")
+    raise ActionError(f"nettop cannot set {clip(w)}")
 
 
 def _queue(text: str) -> int:
-    if not text.isdigit():
-        raise ActionError(f"queue {text!r} is not a queue number (or `all`)")
-    return int(text)
+    if not (text.isascii() and text.isdigit()):
+        raise ActionError(f"queue {clip(text)} is not a queue number (ASCII digits, or `all` for rps)")
+    n = whole(text)
+    if n is None or n > QUEUE_MAX:
+        raise ActionError(f"queue {clip(text)} does not exist (queue numbers go up to {QUEUE_MAX})", errno.ENOENT)
+    return n
 
 
 def _emit(doc: dict[str, Any], as_json: bool, lines: list[str]) -> None:
@@ -173,39 +208,53 @@ def run(args: argparse.Namespace, tuner: Tuner | None = None) -> int:
     t = tuner or Tuner()
     as_json = getattr(args, "json", False)
     try:
-        if args.command == "set":
-            return _run_set(args, t, as_json)
-        if args.command == "journal":
-            st = t.state()
-            drift = t.drift()
-            entries = [describe_entry(e) for e in st.entries]
-            _emit({"path": t.journal.path, "entries": entries, "undo": st.undo, "redo": st.redo,
-                   "drift": [d.line() for d in drift]}, as_json,
-                  [f"{e['time']} #{e['id']} {e['action']}: {e['text']}"
-                   + ("" if e["ended"] else " (never completed: nettop died; run `nettop restore`)")
-                   + (f" FAILED: {e['error']}" if e["error"] else "") for e in entries]
-                  + [f"drift: {d.line()}" for d in drift]
-                  + ([] if entries else [f"no changes in {t.journal.path}"]))
-            return 0
-        if getattr(args, "dry_run", False):
-            st = t.state()
-            stack = st.undo if args.command == "undo" else st.redo
-            todo = ([e.text for e in st.groups.get(stack[-1], []) if e.action == "set"] if args.command in ("undo", "redo") and stack
-                    else [e.text for e in st.originals().values()])
-            _emit({"dry_run": True, "command": args.command, "would_change": todo}, as_json,
-                  [f"would {args.command}: {x}" for x in todo] or [f"nothing to {args.command}"])
-            return 0
-        if args.command in ("undo", "redo"):
-            res = t.undo(args.force) if args.command == "undo" else t.redo(args.force)
-        else:
-            res = t.restore() if args.command == "restore" else t.revert_all()
-        gone = [f"skipped: {x}" for x in t.skipped]
-        _emit({"command": args.command, "results": _results(res), "skipped": t.skipped}, as_json,
-              [r.line() for r in res] + gone or [f"{args.command}: nothing to put back"])
-        return 0
+        return _run(args, t, as_json)
     except ActionError as exc:
-        print(f"nettop: {exc}", file=sys.stderr)
+        print(f"nettop: {one_line(str(exc))}", file=sys.stderr)
         return 1 if isinstance(exc, KernelRefused) else 2
+    finally:
+        if t.journal.problems:  # damaged lines were skipped: said once per command
+            print(f"nettop: warning: {problem_line(t.journal.path, t.journal.problems)}", file=sys.stderr)
+
+
+def one_line(text: str) -> str:
+    """Text from the journal or the kernel as one printable line."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
+def _run(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
+    if args.command == "set":
+        return _run_set(args, t, as_json)
+    if args.command == "journal":
+        st = t.state()
+        drift = t.drift()
+        entries = [describe_entry(e) for e in st.entries]
+        _emit({"path": t.journal.path, "entries": entries, "undo": st.undo, "redo": st.redo,
+               "drift": [d.line() for d in drift], "skipped_lines": st.problems}, as_json,
+              [one_line(f"{e['time']} #{e['id']} {e['action']}: {e['text']}"
+                        + ("" if e["ended"] else " (never completed: nettop died; run `nettop restore`)")
+                        + (f" FAILED: {e['error']}" if e["error"] else "")) for e in entries]
+              + [one_line(f"drift: {d.line()}") for d in drift]
+              + ([] if entries else [f"no changes in {t.journal.path}"]))
+        return 0
+    if getattr(args, "dry_run", False):
+        pv = t.preview(args.command, getattr(args, "force", False))
+        _emit({"dry_run": True, "command": args.command, "would_change": [w["text"] for w in pv.writes],
+               "writes": pv.writes, "skipped": pv.skipped, "errors": pv.errors, "read_only": t.read_only},
+              as_json,
+              [one_line(f"would {args.command}: {w['text']}") for w in pv.writes]
+              + [one_line(f"would skip: {x}") for x in pv.skipped]
+              + [one_line(f"cannot {args.command}: {x}") for x in pv.errors]
+              or [f"{args.command}: nothing would change"])
+        return 2 if pv.errors else 0
+    if args.command in ("undo", "redo"):
+        res = t.undo(args.force) if args.command == "undo" else t.redo(args.force)
+    else:
+        res = t.restore() if args.command == "restore" else t.revert_all()
+    gone = [f"skipped: {x}" for x in t.skipped]
+    _emit({"command": args.command, "results": _results(res), "skipped": t.skipped}, as_json,
+          [one_line(r.line()) for r in res] + [one_line(g) for g in gone] or [f"{args.command}: nothing to put back"])
+    return 0
 
 
 def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:

@@ -14,7 +14,8 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from nettop.actions.base import ActionError, Setting, Value, need_iface, register
+from nettop.actions.base import ActionError, Setting, Value, need_iface, parse_int, register, valid_ifname
+from nettop.actions.typed import bare, clip
 
 def _nl() -> Any:
     try:
@@ -36,18 +37,13 @@ def _parse(key: str, v: Any, boolean: bool) -> int | bool:
             return True
         if t in ("off", "0", "false", "no"):
             return False
-        raise ActionError(f"{key}={v!r}: give on or off")
-    try:
-        n = int(str(v).strip(), 0)
-    except ValueError:
-        raise ActionError(f"{key}={v!r}: give a whole number") from None
-    if n < 0 or n > 2**32 - 1:
-        raise ActionError(f"{key}={n}: out of range (0 to 4294967295)", errno.ERANGE)
-    return n
+        raise ActionError(f"{key}={clip(v)}: give on or off")
+    return parse_int(key, v if isinstance(v, int) else str(v), 0, 2**32 - 1)
 
 
 @dataclass(frozen=True, slots=True)
 class _EthtoolSetting(Setting):
+    value_types = (dict,)
     ifname: str
     keys: tuple[str, ...]  # which parameters this setting covers (the ones requested)
     what = ""  # "coalesce", "rings", "channels", "features"
@@ -58,6 +54,12 @@ class _EthtoolSetting(Setting):
     @property
     def key(self) -> str:
         return f"{self.what} {self.ifname} {','.join(self.keys)}"
+
+    def validate(self) -> None:
+        valid_ifname(self.ifname)
+        if not self.keys or len(self.keys) > 64 or not all(
+                isinstance(k, str) and 0 < len(k) <= 64 and k.isascii() and k.isprintable() for k in self.keys):
+            raise ActionError(f"{self.what} {self.ifname}: {clip(self.keys)} are not ethtool parameter names")
 
     def _get(self) -> dict[str, Any]:
         with _nl() as nl:
@@ -80,7 +82,7 @@ class _EthtoolSetting(Setting):
         if unsupported:
             offered = ", ".join(sorted(settable)) or "none"
             raise ActionError(f"{self.ifname}'s driver does not offer {self.what} "
-                              f"{', '.join(unsupported)} (it offers: {offered})", errno.EOPNOTSUPP)
+                              f"{', '.join(map(bare, unsupported))} (it offers: {offered})", errno.EOPNOTSUPP)
         out = {k: _parse(k, v, isinstance(cur[k], bool)) for k, v in value.items()}
         self._check_max(out, cur)
         return out

@@ -17,56 +17,66 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-from nettop.actions.base import ActionError, Change, Setting, Value, read_file, register, write_file
-from nettop.collectors.cpus import (format_cpu_list, parse_cpu_list, parse_cpu_mask,
-                                    read_online_cpus, read_possible_cpus)
+from nettop.actions.base import (ActionError, Change, Setting, Value, need_iface, read_file, register,
+                                 write_file)
+from nettop.actions.typed import CPU_ID_LIMIT, MAX_TEXT, CpuSetError, clip, format_span, parse_cpu_spec, possible_ncpus
+from nettop.collectors.cpus import ONLINE, POSSIBLE, format_cpu_list, parse_cpu_mask, read_online_cpus
 from nettop.collectors.irq_affinity import probe_managed
 from nettop.kernel.sysroot import SysRoot
 
 LIVE = SysRoot("/")
+IRQ_MAX = 2**31 - 1  # IRQ numbers are unsigned ints in the kernel; /proc/irq has far fewer
 
 
-def parse_cpus(text: str) -> tuple[int, ...]:
-    """A typed CPU set: a list ("0-3,8") or a hex mask ("f0", "ff,00000000").
+def parse_cpus(text: str, ncpus: int | None = None) -> tuple[int, ...]:
+    """A typed CPU set: a list ("0-3,8", "0-7:2/4") or a hex mask ("f0", "0xf0", "ff,00000000").
 
-    Text with "-" or several comma-separated decimals is a list; a single token with hex
-    letters, or any token longer than the kernel's CPU numbers, is a mask; a bare decimal
-    number ("3") is the CPU list "3". Raises ValueError with the reason.
+    Text with "-" or several comma-separated decimals is a list; a token with hex letters,
+    a "0x" prefix, or comma groups of 8 digits after the first is a mask; a bare decimal
+    number ("3") is the CPU list "3". Every id is checked against `ncpus` arithmetically,
+    before anything is expanded: `check_cpus` passes the host's possible CPUs; without it
+    the bound is CPU_ID_LIMIT, above any kernel's. Raises CpuSetError (a ValueError) with
+    the reason; an all-zero mask gives ().
     """
-    t = text.strip().lower()
-    if t.startswith("0x"):
-        return parse_cpu_mask(t[2:])
-    if any(c in t for c in "abcdef") or ("," in t and not any(c in t for c in "-:") and
-                                          all(len(p) == 8 for p in t.split(",")[1:])):
-        return parse_cpu_mask(t)
-    return parse_cpu_list(t)
+    return parse_cpu_spec(text).expand(CPU_ID_LIMIT if ncpus is None else ncpus)
+
+
+def _read_cpus(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read(MAX_TEXT).decode("ascii", "replace")
 
 
 def online_cpus() -> tuple[int, ...]:
-    cpus, _ = read_online_cpus(LIVE)
-    return cpus
+    try:
+        return parse_cpus(_read_cpus("/" + ONLINE), nr_cpu_ids())
+    except (OSError, ValueError):
+        cpus, _ = read_online_cpus(LIVE)
+        return cpus
 
 
 def nr_cpu_ids() -> int:
-    cpus, _ = read_possible_cpus(LIVE)
-    return (max(cpus) + 1) if cpus else os.cpu_count() or 1
+    """The kernel's CPU id space (possible CPUs' highest + 1): what sizes every mask."""
+    try:
+        return possible_ncpus(_read_cpus("/" + POSSIBLE))
+    except (OSError, ValueError):
+        return os.cpu_count() or 1
 
 
 def check_cpus(what: str, text: Value, allow_empty: bool = False) -> tuple[int, ...]:
     """CPUs of a request, all online; ActionError naming the offending ones."""
+    n = nr_cpu_ids()
     try:
-        cpus = parse_cpus(str(text))
-    except ValueError as exc:
+        cpus = parse_cpus(text if isinstance(text, str) else str(text), n)
+    except CpuSetError as exc:
+        if exc.beyond is not None:
+            online = online_cpus()
+            raise ActionError(f"{what}: CPU {format_span(*exc.beyond)} does not exist (this kernel has "
+                              f"CPUs 0-{n - 1}; online {format_cpu_list(online)})", errno.ERANGE) from None
         raise ActionError(f"{what}: {exc}; give a CPU list like 0-3,8 or a hex mask like f0",
                           errno.EINVAL) from None
     if not cpus and not allow_empty:
         raise ActionError(f"{what}: the CPU set is empty; give at least one online CPU", errno.EINVAL)
     online = online_cpus()
-    n = nr_cpu_ids()
-    beyond = [c for c in cpus if c >= n]
-    if beyond:
-        raise ActionError(f"{what}: CPU {format_cpu_list(beyond)} does not exist (this kernel has "
-                          f"CPUs 0-{n - 1}; online {format_cpu_list(online)})", errno.ERANGE)
     offline = [c for c in cpus if c not in online]
     if offline:
         raise ActionError(f"{what}: CPU {format_cpu_list(offline)} is offline (online: "
@@ -77,12 +87,17 @@ def check_cpus(what: str, text: Value, allow_empty: bool = False) -> tuple[int, 
 @register
 @dataclass(frozen=True, slots=True)
 class IrqAffinity(Setting):
+    value_types = (str,)
     irq: int
     kind = "irq_affinity"
 
     @property
     def key(self) -> str:
         return f"irq {self.irq} smp_affinity_list"
+
+    def validate(self) -> None:
+        if not (isinstance(self.irq, int) and not isinstance(self.irq, bool) and 0 <= self.irq <= IRQ_MAX):
+            raise ActionError(f"{clip(self.irq)} is not an IRQ number (see /proc/interrupts)", errno.EINVAL)
 
     def _path(self, name: str) -> str:
         return f"/proc/irq/{self.irq}/{name}"
@@ -91,6 +106,7 @@ class IrqAffinity(Setting):
         return read_file(self._path("smp_affinity_list"))
 
     def normalize(self, value: Value) -> Value:
+        self.validate()
         if not os.path.isdir(self._path("")):
             raise ActionError(f"IRQ {self.irq} does not exist (see /proc/interrupts)", errno.ENOENT)
         cpus = format_cpu_list(check_cpus(f"IRQ {self.irq} affinity", value))
@@ -103,7 +119,7 @@ class IrqAffinity(Setting):
 
     def matches(self, requested: Value, after: Value) -> bool:
         try:
-            return parse_cpu_list(str(requested)) == parse_cpu_list(str(after))
+            return parse_cpus(str(requested)) == parse_cpus(str(after))
         except ValueError:
             return False
 
@@ -169,6 +185,7 @@ def queue_irqs(ifname: str) -> list[int]:
     from nettop.collectors.interrupts import read_interrupts
     from nettop.collectors.queue_irqs import map_queues
 
+    need_iface(ifname)
     table, _ = read_interrupts(LIVE)
     qmap, _ = map_queues(LIVE, ifname, table, None)
     irqs: list[int] = []
@@ -186,6 +203,7 @@ def numa_local(ifname: str, irqs: Iterable[int]) -> list[Change]:
     """Spread over the CPUs local to the NIC's NUMA node (its `local_cpulist`)."""
     from nettop.collectors.device_info import local_cpus
 
+    need_iface(ifname)
     local = local_cpus(LIVE, ifname)
     if not local:
         raise ActionError(f"{ifname} reports no NUMA-local CPUs (no device local_cpulist); spread over a CPU list instead")

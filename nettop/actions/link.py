@@ -12,7 +12,7 @@ import errno
 from dataclasses import dataclass
 
 from nettop.actions.base import (ActionError, Setting, Value, need_iface, parse_int, read_file,
-                                 register, write_file)
+                                 register, valid_ifname, write_file)
 
 
 def mtu_limits(ifname: str) -> tuple[int, int]:
@@ -31,6 +31,7 @@ def mtu_limits(ifname: str) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class _LinkFile(Setting):
+    value_types = (int,)
     ifname: str
     fname = ""
 
@@ -41,6 +42,9 @@ class _LinkFile(Setting):
     @property
     def path(self) -> str:
         return f"/sys/class/net/{self.ifname}/{self.fname}"
+
+    def validate(self) -> None:
+        valid_ifname(self.ifname)
 
     def read(self) -> Value:
         return int(read_file(self.path))

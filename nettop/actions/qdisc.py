@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import types
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any
 
-from nettop.actions.base import ActionError, Setting, Value, need_iface, register
+from nettop.actions.base import ActionError, Setting, Value, need_iface, register, valid_ifname
+from nettop.actions.typed import bare, clip, whole
 
 TC_H_ROOT = 0xFFFFFFFF
 KINDS = ("pfifo_fast", "pfifo", "bfifo", "tbf", "htb", "fq_codel", "fq", "cake", "mq", "noqueue")
@@ -79,32 +82,40 @@ _RATE_KEYS = {("tbf", "rate"): "bytes", ("fq", "maxrate"): "bytes", ("cake", "ba
 _SIZE_KEYS = {("tbf", "burst"), ("tbf", "limit"), ("bfifo", "limit"), ("fq", "quantum"),
               ("fq", "initial_quantum"), ("fq_codel", "quantum")}  # kernel: bytes
 _TIME = {"s": 1_000_000, "sec": 1_000_000, "ms": 1000, "msec": 1000, "us": 1, "usec": 1}
-_BITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
-_BYTES_PER_S = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+_BITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
+_BYTES_PER_S = {"bps": 1, "kbps": 10**3, "mbps": 10**6, "gbps": 10**9}
 _SIZE = {"b": 1, "k": 1024, "kb": 1024, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+# ASCII only; the arithmetic below is exact (Fraction, not float) and bounded, so "1e400",
+# a 400-digit number or "²" cannot overflow or slow it down
+_WITH_UNIT = re.compile(r"([0-9]+)(?:\.([0-9]+))?\s*([a-z]{1,5})", re.ASCII)
+_TOO_BIG = 2**64 + 1  # beyond every parameter's range: the caller says "out of range"
 
 
 def parse_param(kind: str, key: str, value: Any) -> int:
     """A qdisc parameter in the kernel's unit, from a bare number (already that unit) or
     tc's notation: times 5ms/100us/1s, rates 100mbit/1gbit (bits) or 125kbps (bytes),
-    sizes 32k/1m (1024-based, as tc). ActionError naming the key and the units otherwise."""
-    text = str(value).strip().lower()
-    try:
-        return int(text, 0)
-    except ValueError:
-        pass
-    import re
-
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)", text)
-    number, unit = (float(m.group(1)), m.group(2)) if m else (None, "")
-    if number is not None and (kind, key) in _TIME_KEYS and unit in _TIME:
-        return round(number * _TIME[unit])
-    if number is not None and (kind, key) in _RATE_KEYS:
-        bits = number * _BITS[unit] if unit in _BITS else number * 8 * _BYTES_PER_S[unit] if unit in _BYTES_PER_S else None
-        if bits is not None:
-            return round(bits if _RATE_KEYS[(kind, key)] == "bits" else bits / 8)
-    if number is not None and (kind, key) in _SIZE_KEYS and unit in _SIZE:
-        return round(number * _SIZE[unit])
+    sizes 32k/1m (1024-based, as tc). ActionError naming the key and the units otherwise;
+    the caller checks the range."""
+    text = (value if isinstance(value, str) else str(value)).strip(" \t").lower()
+    n = whole(text)
+    if n is not None:
+        return n
+    m = _WITH_UNIT.fullmatch(text)
+    if m is not None:
+        ipart, fpart, unit = m.group(1).lstrip("0") or "0", (m.group(2) or "")[:9], m.group(3)
+        number = Fraction(int(ipart) if len(ipart) <= 20 else _TOO_BIG)
+        if fpart:
+            number += Fraction(int(fpart), 10 ** len(fpart))
+        factor: Fraction | None = None
+        if (kind, key) in _TIME_KEYS and unit in _TIME:
+            factor = Fraction(_TIME[unit])
+        elif (kind, key) in _RATE_KEYS and (unit in _BITS or unit in _BYTES_PER_S):
+            bits = _BITS[unit] if unit in _BITS else 8 * _BYTES_PER_S[unit]
+            factor = Fraction(bits) if _RATE_KEYS[(kind, key)] == "bits" else Fraction(bits, 8)
+        elif (kind, key) in _SIZE_KEYS and unit in _SIZE:
+            factor = Fraction(_SIZE[unit])
+        if factor is not None:
+            return round(number * factor)
     if (kind, key) in _TIME_KEYS:
         hint = "microseconds, or 5ms / 100us / 1s"
     elif (kind, key) in _RATE_KEYS:
@@ -113,7 +124,7 @@ def parse_param(kind: str, key: str, value: Any) -> int:
         hint = "bytes, or 32k / 1m"
     else:
         hint = "a whole number"
-    raise ActionError(f"{kind} {key}={value!r}: give {hint}")
+    raise ActionError(f"{kind} {key}={clip(value)}: give {hint}")
 
 
 def _options(kind: str, opts: Any) -> dict[str, Any]:
@@ -147,12 +158,16 @@ def _options(kind: str, opts: Any) -> dict[str, Any]:
 @register
 @dataclass(frozen=True, slots=True)
 class RootQdisc(Setting):
+    value_types = (dict,)
     ifname: str
     kind = "qdisc"
 
     @property
     def key(self) -> str:
         return f"qdisc {self.ifname} root"
+
+    def validate(self) -> None:
+        valid_ifname(self.ifname)
 
     def _index(self, ipr: Any) -> int:
         idx = ipr.link_lookup(ifname=self.ifname)
@@ -182,22 +197,25 @@ class RootQdisc(Setting):
     def normalize(self, value: Value) -> Value:
         need_iface(self.ifname)
         if not isinstance(value, dict) or value.get("kind") not in KINDS:
-            raise ActionError(f"qdisc {value.get('kind') if isinstance(value, dict) else value!r} is not one "
+            raise ActionError(f"qdisc {clip(value.get('kind') if isinstance(value, dict) else value)} is not one "
                               f"nettop sets; use one of {', '.join(KINDS[:-1])}")
         kind = value["kind"]
         child = value.get("children") or "pfifo_fast"
         if kind == "mq" and (child not in KINDS or child in ("mq", "htb", "noqueue")):
-            raise ActionError(f"mq children must be a classless qdisc, not {child!r}")
+            raise ActionError(f"mq children must be a classless qdisc, not {clip(child)}")
         pkind = child if kind == "mq" else kind  # mq's parameters are its children's
-        params = dict(value.get("params") or {})
+        params = value.get("params") or {}
+        if not isinstance(params, dict):
+            raise ActionError(f"qdisc {kind}: parameters are KEY=VALUE pairs, not {clip(params)}")
+        params = dict(params)
         bad = [k for k in params if k not in PARAMS[pkind]]
         if bad:
             allowed = ", ".join(PARAMS[pkind]) or "none"
-            raise ActionError(f"{pkind} has no parameter {', '.join(bad)} (it takes: {allowed})")
+            raise ActionError(f"{pkind} has no parameter {', '.join(map(bare, bad))} (it takes: {allowed})")
         for k, v in params.items():
             params[k] = parse_param(pkind, k, v)
             if params[k] < 0 or params[k] > 2**32 - 1:
-                raise ActionError(f"{kind} {k}={v}: out of range (0 to 4294967295)", errno.ERANGE)
+                raise ActionError(f"{kind} {k}={clip(v)}: out of range (0 to 4294967295)", errno.ERANGE)
         if pkind == "tbf" and not (params.get("rate") and params.get("burst")):
             raise ActionError("tbf needs rate=BYTES_PER_SECOND and burst=BYTES above 0 (limit=BYTES optional)")
         if pkind == "tbf":
@@ -260,7 +278,8 @@ class RootQdisc(Setting):
             ipr.tc("replace", child, idx, handle=0, parent=major | i, **_tc_args(child, value.get("params") or {}))
 
     def matches(self, requested: Value, after: Value) -> bool:
-        if not isinstance(after, dict):
+        if not isinstance(after, dict) or not isinstance(requested, dict) or \
+                not isinstance(requested.get("params", {}), dict):
             return False
         if requested.get("default"):
             return bool(after.get("default"))
@@ -286,7 +305,8 @@ class RootQdisc(Setting):
         s = str(value.get("kind"))
         if value.get("children"):
             s += f" (children {value['children']})"
-        params = {k: v for k, v in (value.get("params") or {}).items() if v is not None}
+        raw = value.get("params") or {}
+        params = {k: v for k, v in raw.items() if v is not None} if isinstance(raw, dict) else {"params": clip(raw)}
         if params:
             s += " " + " ".join(f"{k}={v}" for k, v in params.items())
         if value.get("default"):

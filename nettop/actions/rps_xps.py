@@ -3,8 +3,8 @@
 
 Masks are written exactly as sysfs prints them (`format_cpu_mask` with nr_cpu_ids), so
 the read-back compares as text. The kernel rounds both RFS table sizes up to a power of
-two; the read-back is checked against the rounded value, and an empty mask ("0") turns
-RPS or XPS off, which is allowed.
+two; the read-back is checked against the rounded value. `0` or `none` (or an all-zero mask
+typed out, `0x0`) turns RPS or XPS off; an empty text is refused like everywhere else.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import os
 from dataclasses import dataclass
 
 from nettop.actions.base import (ActionError, Change, Setting, Value, need_iface, parse_int,
-                                 read_file, register, write_file)
+                                 read_file, register, valid_ifname, valid_queue, write_file)
 from nettop.actions.irq import check_cpus, nr_cpu_ids
+from nettop.actions.typed import MAX_TEXT, clip, parse_cpu_spec
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
 
 FLOW_MAX = 1 << 29  # the kernel refuses larger RFS tables (RPS_MAP / flow table limits)
@@ -41,7 +42,12 @@ class _QueueFile(Setting):
     def path(self) -> str:
         return f"/sys/class/net/{self.ifname}/queues/{self.direction}-{self.queue}/{self.fname}"
 
+    def validate(self) -> None:
+        valid_ifname(self.ifname)
+        valid_queue(self.queue)
+
     def _check(self) -> None:
+        self.validate()
         need_iface(self.ifname)
         if not os.path.exists(self.path):
             qdir = os.path.dirname(self.path)
@@ -67,24 +73,51 @@ class _QueueFile(Setting):
 
 @dataclass(frozen=True, slots=True)
 class _MaskFile(_QueueFile):
+    value_types = (str,)
+
     def normalize(self, value: Value) -> Value:
         self._check()
-        text = str(value).strip()
-        cpus = () if text in ("0", "") else check_cpus(self.key, text)
+        text = value if isinstance(value, str) else str(value)
+        if text.strip(" \t\n").lower() in OFF:
+            cpus: tuple[int, ...] = ()
+        else:
+            cpus = check_cpus(self.key, text, allow_empty=True) if text.strip(" \t\n") else ()
+            if not cpus and not _zero_mask(text):
+                raise ActionError(f"{self.key}: the CPU set is empty; give CPUs (0-3,8 or a mask like f0), "
+                                  f"or `0` / `none` to turn {self.fname[:3].upper()} off", errno.EINVAL)
         return format_cpu_mask(cpus, nr_cpu_ids())
 
     def matches(self, requested: Value, after: Value) -> bool:
-        try:
-            return parse_cpu_mask(str(requested)) == parse_cpu_mask(str(after))
-        except ValueError:
-            return False
+        return _mask_cpus(requested) == _mask_cpus(after) is not None
 
     def show(self, value: Value) -> str:
-        try:
-            cpus = parse_cpu_mask(str(value))
-        except ValueError:
-            return str(value)
+        cpus = _mask_cpus(value)
+        if cpus is None:
+            return clip(value, 60) if not isinstance(value, str) or len(value) > 60 else value
         return f"{value} (CPUs {format_cpu_list(cpus)})" if cpus else f"{value} (off)"
+
+
+OFF = ("0", "none")  # the explicit ways to turn RPS/XPS off; an empty text is refused
+
+
+def _zero_mask(text: str) -> bool:
+    """An all-zero hex mask typed out ("0x0", "00000000,00000000"): off, spelled as a mask."""
+    try:
+        spec = parse_cpu_spec(text)
+    except ValueError:
+        return False
+    return spec.mask == 0
+
+
+def _mask_cpus(value: Value) -> tuple[int, ...] | None:
+    """The CPUs of a mask as sysfs prints it (bounded by the host's CPU ids), None if it is not one."""
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        return None
+    try:
+        v = value.strip()
+        return parse_cpu_spec(v if v.lower().startswith("0x") else "0x" + v).expand(nr_cpu_ids())
+    except ValueError:
+        return None
 
 
 @register
@@ -112,6 +145,7 @@ class XpsCpus(_MaskFile):
 @register
 @dataclass(frozen=True, slots=True)
 class RpsFlowCnt(_QueueFile):
+    value_types = (int,)
     kind = "rps_flow_cnt"
     direction = "rx"
     fname = "rps_flow_cnt"

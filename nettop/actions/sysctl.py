@@ -12,7 +12,8 @@ import errno
 import os
 from dataclasses import dataclass
 
-from nettop.actions.base import ActionError, Setting, Value, read_file, register, write_file
+from nettop.actions.base import ActionError, Setting, Value, parse_int, read_file, register, write_file
+from nettop.actions.typed import bare, clip, whole
 from nettop.collectors.host_config import normalize, sysctl_path
 
 INT_MAX = 2**31 - 1
@@ -42,6 +43,7 @@ def _pow2(n: int) -> int:
 @register
 @dataclass(frozen=True, slots=True)
 class Sysctl(Setting):
+    value_types = (str,)
     name: str
     kind = "sysctl"
 
@@ -56,30 +58,33 @@ class Sysctl(Setting):
     def read(self) -> Value:
         return normalize(read_file(self.path))
 
-    def normalize(self, value: Value) -> Value:
+    def validate(self) -> None:
         if self.name not in CURATED:
-            raise ActionError(f"nettop does not set {self.name}; it sets {', '.join(CURATED)}")
+            raise ActionError(f"nettop does not set {bare(self.name)}; it sets {', '.join(CURATED)}")
+
+    def normalize(self, value: Value) -> Value:
+        self.validate()
         if not os.path.exists(self.path):
             raise ActionError(f"{self.name} does not exist on this kernel or in this network "
                               "namespace (some net.core sysctls exist only in the initial one)", errno.ENOENT)
         text = normalize(str(value))
         if self.name == "net.core.default_qdisc":
             if text not in QDISCS:
-                raise ActionError(f"{self.name}: {text!r} is not a qdisc nettop knows; use one of {', '.join(QDISCS)}")
+                raise ActionError(f"{self.name}: {clip(text)} is not a qdisc nettop knows; use one of {', '.join(QDISCS)}")
             return text
         parts = text.split()
         want = 3 if self.name in TRIPLES else 1
-        if len(parts) != want or not all(p.isdigit() for p in parts):
-            raise ActionError(f"{self.name}: give {'three whole numbers (min default max)' if want == 3 else 'a whole number'}, not {text!r}")
-        nums = [int(p) for p in parts]
+        nums = [whole(p) if p.isascii() and p.isdigit() else None for p in parts]
+        if len(parts) != want or None in nums:
+            raise ActionError(f"{self.name}: give {'three whole numbers (min default max)' if want == 3 else 'a whole number'} "
+                              f"in ASCII digits, not {clip(text)}")
         if want == 3:
-            if not (1 <= nums[0] <= nums[1] <= nums[2] <= INT_MAX):
-                raise ActionError(f"{self.name}: needs 1 <= min <= default <= max, got {text}", errno.ERANGE)
-        else:
-            lo, hi = RANGES[self.name]
-            if not lo <= nums[0] <= hi:
-                raise ActionError(f"{self.name}: {nums[0]} is out of range; use {lo} to {hi}", errno.ERANGE)
-        return " ".join(str(n) for n in nums)
+            if not (1 <= nums[0] <= nums[1] <= nums[2] <= INT_MAX):  # type: ignore[operator]
+                raise ActionError(f"{self.name}: needs 1 <= min <= default <= max <= {INT_MAX}, got {clip(text)}",
+                                  errno.ERANGE)
+            return " ".join(str(n) for n in nums)
+        lo, hi = RANGES[self.name]
+        return str(parse_int(self.name, parts[0], lo, hi))
 
     def write(self, value: Value) -> None:
         write_file(self.path, str(value))

@@ -90,10 +90,17 @@ class Tuner:
         if reasons and not confirmed:
             raise NeedsConfirm("needs confirmation: " + "; ".join(reasons))
         with self._lock, self.journal.locked() as st:
+            # `before` is read again here, under the journal's lock: another nettop may have
+            # changed the value since plan(), and the journal must hold what was really there
+            items = []
+            for p in plans:
+                before = self._read(p.setting)
+                text = p.text if before == p.before else \
+                    f"{p.setting.key}: {p.setting.show(before)} → {p.setting.show(p.value)}"
+                items.append((p.setting, before, p.value, text))
             group = st.next_group
             st.next_group += 1
-            results = self._write_group(st, group, "set", None,
-                                        [(p.setting, p.before, p.value, p.text) for p in plans])
+            results = self._write_group(st, group, "set", None, items)
             self.journal.finish_group(st, group, "set", None)
         return results
 
@@ -130,7 +137,10 @@ class Tuner:
         except OSError as exc:
             after = None
             error = error or setting.explain(exc)
-        verified = error is None and setting.matches(value, after)
+        try:
+            verified = error is None and setting.matches(value, after)
+        except (TypeError, ValueError, KeyError, AttributeError):  # a value from a damaged journal
+            verified = False
         self.journal.end(e, after=after, verified=verified, error=error)
         eff = None
         if error is None:
@@ -166,57 +176,81 @@ class Tuner:
     def _step(self, action: str, force: bool) -> list[Result]:
         self.check_writable()
         with self._lock, self.journal.locked() as st:
-            stack = st.undo if action == "undo" else st.redo
-            if not stack:
-                raise ActionError(f"nothing to {action}: the journal {self.journal.path} has no "
-                                  f"{'applied' if action == 'undo' else 'undone'} change left")
-            ref = stack[-1]
-            entries = [e for e in st.groups.get(ref, []) if e.action == "set" and e.ok]
-            if action == "undo":
-                entries = list(reversed(entries))
-            items = []
-            for e in entries:
-                s = from_record(e.setting)
-                expect, target = (e.after, e.before) if action == "undo" else (e.before, e.after)
-                now = self._read(s)
-                if now != expect and not force:
-                    raise ActionError(f"cannot {action} {e.key}: it is {s.show(now)} now, not "
-                                      f"{s.show(expect)} as nettop left it (changed by someone else); "
-                                      f"use --force to {action} anyway")
-                items.append((s, now, target, f"{e.key}: {s.show(now)} → {s.show(target)}"))
+            ref, items = self._step_items(st, action, force)
             group = st.next_group
             st.next_group += 1
             results = self._write_group(st, group, action, ref, items)
             self.journal.finish_group(st, group, action, ref)
         return results
 
+    def _step_items(self, st: State, action: str, force: bool) -> tuple[int, list[tuple[Setting, Any, Any, str]]]:
+        """The group an undo/redo acts on and its writes (setting, now, target, text), or the
+        ActionError the command ends with; shared by the real command and its dry-run."""
+        stack = st.undo if action == "undo" else st.redo
+        if not stack:
+            raise ActionError(f"nothing to {action}: the journal {self.journal.path} has no "
+                              f"{'applied' if action == 'undo' else 'undone'} change left")
+        ref = stack[-1]
+        entries = [e for e in st.groups.get(ref, []) if e.action == "set" and e.ok]
+        if action == "undo":
+            entries = list(reversed(entries))
+        items = []
+        for e in entries:
+            s = from_record(e.setting)
+            expect, target = (e.after, e.before) if action == "undo" else (e.before, e.after)
+            now = self._read(s)
+            if now != expect and not force:
+                raise ActionError(f"cannot {action} {e.key}: it is {s.show(now)} now, not "
+                                  f"{s.show(expect)} as nettop left it (changed by someone else); "
+                                  f"use --force to {action} anyway")
+            items.append((s, now, target, f"{e.key}: {s.show(now)} → {s.show(target)}"))
+        return ref, items
+
     def revert_all(self, reason: str = "revert") -> list[Result]:
         """Put every value changed this epoch back to its original; used by restore too."""
         self.check_writable()
         with self._lock, self.journal.locked() as st:
-            originals = list(st.originals().values())
+            items, self.skipped, errors = self._revert_items(st)
             group = st.next_group
             st.next_group += 1
             results: list[Any] = []
-            errors: list[str] = []
-            self.skipped = []
-            for e in reversed(originals):
-                try:
-                    s = from_record(e.setting)
-                    now = self._read(s)
-                except ActionError as exc:
-                    # a vanished interface or IRQ took its value with it: nothing to put back
-                    (self.skipped if exc.errno in (errno.ENOENT, errno.ENODEV) else errors).append(str(exc))
-                    continue
-                if now == e.before:
-                    continue
-                res = self._write_one(st, group, reason, None, s, now, e.before,
-                                      f"{e.key}: {s.show(now)} → {s.show(e.before)}")
+            for s, now, before, text in items:
+                res = self._write_one(st, group, reason, None, s, now, before, text)
                 (errors.append(res.error) if res.error else results.append(res))
             if errors:
                 raise ActionError(f"{reason}: {len(errors)} value(s) could not be put back: " + "; ".join(errors))
             self.journal.clean(st, reason)
         return results
+
+    def _revert_items(self, st: State) -> tuple[list[tuple[Setting, Any, Any, str]], list[str], list[str]]:
+        """What revert/restore would write (setting, now, original, text), what it skips
+        because the value vanished, and what it cannot even read."""
+        items: list[tuple[Setting, Any, Any, str]] = []
+        skipped: list[str] = []
+        errors: list[str] = []
+        for e in reversed(list(st.originals().values())):
+            try:
+                s = from_record(e.setting)
+                now = self._read(s)
+            except ActionError as exc:
+                # a vanished interface or IRQ took its value with it: nothing to put back
+                (skipped if exc.errno in (errno.ENOENT, errno.ENODEV) else errors).append(str(exc))
+                continue
+            if now == e.before:
+                continue
+            items.append((s, now, e.before, f"{e.key}: {s.show(now)} → {s.show(e.before)}"))
+        return items, skipped, errors
+
+    def preview(self, command: str, force: bool = False) -> Preview:
+        """What `undo`, `redo`, `revert` or `restore` would write now, computed by the same
+        code as the real command; raises the ActionError the real command would end with
+        before writing anything ("nothing to undo", "changed by someone else")."""
+        with self._lock, self.journal.reading() as st:
+            if command in ("undo", "redo"):
+                _, items = self._step_items(st, command, force)
+                return Preview(command, [_planned(i) for i in items], [], [])
+            items, skipped, errors = self._revert_items(st)
+            return Preview(command, [_planned(i) for i in items], skipped, errors)
 
     def revert_on_exit(self) -> None:
         """Put everything back when this process exits normally (the TUI's option).
@@ -264,6 +298,21 @@ class Tuner:
             return s.read()
         except OSError as exc:
             raise ActionError(s.explain(exc), exc.errno) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """A dry-run of undo/redo/revert/restore: the writes the real command would make."""
+
+    command: str
+    writes: list[dict[str, Any]]  # key, text, before (the value now), value (what would be written)
+    skipped: list[str]  # values that vanished: the real command skips them too
+    errors: list[str]  # values it could not read: the real command would fail on them
+
+
+def _planned(item: tuple[Setting, Any, Any, str]) -> dict[str, Any]:
+    s, now, target, text = item
+    return {"key": s.key, "text": text, "before": now, "value": target}
 
 
 def describe_entry(e: Entry) -> dict[str, Any]:
