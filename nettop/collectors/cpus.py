@@ -204,7 +204,8 @@ def read_cpu_nodes(root: SysRoot) -> dict[int, int]:
     except OSError:
         return out
     for name in names:
-        if not (name.startswith("node") and name[4:].isdigit()):
+        if not (name.startswith("node") and name[4:].isascii() and name[4:].isdigit()
+                and len(name) <= 10):
             continue
         try:
             cpus = parse_cpu_list(root.read_line(f"sys/devices/system/node/{name}/cpulist"))

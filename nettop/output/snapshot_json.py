@@ -49,6 +49,7 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
         "latency": {target: to_json(stats) for target, stats in cur.latency.items()},
         "ebpf": ebpf_json(cur.ebpf) if cur.ebpf is not None else None,
         "problems": [p.message for p in cur.problems]
+        + [p.message for p in rates.problems]
         + [f"ping {t}: {s.error}" for t, s in cur.latency.items() if s.error],
     }
     return doc
