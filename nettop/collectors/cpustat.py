@@ -32,8 +32,13 @@ def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
     out: dict[int, CpuTimes] = {}
     problems: list[Problem] = []
     end = text.find("\nintr")
-    for line in (text if end < 0 else text[:end]).split("\n"):
+    head = text if end < 0 else text[:end]
+    for line in head.split("\n"):
         if not line.startswith("cpu"):
+            if head.find("\ncpu", head.find(line)) >= 0:
+                problems.append(Problem("/proc/stat", (
+                    f"/proc/stat is inconsistent: a line that is not a CPU's ({line[:40]!r}) "
+                    "comes between the cpuN lines; the CPUs after it are not shown")))
             break
         if line.startswith("cpu "):
             continue  # the sum over all CPUs

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from nettop.collectors.cpus import parse_cpu_list
-from nettop.collectors.numbers import signed_decimal
+from nettop.collectors.numbers import MAX_NODES, signed_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.kernel.sysroot import SysRoot
 
@@ -55,6 +55,8 @@ def device_chain(root: SysRoot, ifname: str) -> list[str]:
 def parse_numa_node(text: str) -> int | None:
     """numa_node text -> node; -1 (no NUMA information) -> None; raises ValueError."""
     node = signed_decimal(text, "numa_node")
+    if node >= MAX_NODES:
+        raise ValueError(f"numa_node {node} is beyond any NUMA node ({MAX_NODES - 1})")
     return None if node < 0 else node
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 U32_MAX = (1 << 32) - 1
 U64_MAX = (1 << 64) - 1
+MAX_NODES = 1 << 10  # CONFIG_NODES_SHIFT is at most 10 on every architecture
 _DEC_DIGITS = {32: 10, 64: 20}  # digits of the widest value of each width
 _HEX_DIGITS = {32: 8, 64: 16}
 

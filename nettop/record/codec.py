@@ -441,7 +441,6 @@ def _decompress(blob: bytes) -> tuple[int, bytes]:
 _MAX_RAW = 10 * MAX_VALUES + 64
 
 
-
 def _varints(raw: bytes) -> list[int]:
     out: list[int] = []
     append = out.append
