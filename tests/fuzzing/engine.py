@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -105,9 +106,10 @@ def fuzz(target: Target, n: int, seed: int = 0, start: int = 0, hang_s: float = 
             st.slowest_s = max(st.slowest_s, dt)
             if dt > hang_s:
                 st.hangs += 1
-                st.kinds.setdefault(f"hang ({dt:.1f} s)", f"input {i}")
-                if save:
-                    save_regression(target.name, data, f"hang: {dt:.1f} s (seed {seed}, input {i})")
+                if "hang" not in st.kinds:
+                    st.kinds["hang"] = f"input {i} took {dt:.1f} s"
+                    if save:
+                        save_regression(target.name, data, f"hang: {dt:.1f} s (seed {seed}, input {i})")
             if exc is not None:
                 st.crashes += 1
                 key = crash_key(exc)
@@ -121,9 +123,11 @@ def fuzz(target: Target, n: int, seed: int = 0, start: int = 0, hang_s: float = 
                 st.flagged += 1
             if out.silent:
                 st.silent += 1
-                st.kinds.setdefault("silent: " + out.silent[0][:60], f"input {i}")
-                if save:
-                    save_regression(target.name, data, "silent: " + "; ".join(out.silent))
+                key = "silent: " + re.sub(r"[0-9]+", "N", out.silent[0])[:60]
+                if key not in st.kinds:  # one input per kind of inconsistency
+                    st.kinds[key] = f"input {i}"
+                    if save:
+                        save_regression(target.name, data, "silent: " + "; ".join(out.silent))
     finally:
         if target.teardown:
             target.teardown()
