@@ -33,13 +33,15 @@ def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
     problems: list[Problem] = []
     end = text.find("\nintr")
     head = text if end < 0 else text[:end]
+    pos = 0  # where `line` starts in `head`
     for line in head.split("\n"):
         if not line.startswith("cpu"):
-            if head.find("\ncpu", head.find(line)) >= 0:
+            if head.find("\ncpu", pos) >= 0:
                 problems.append(Problem("/proc/stat", (
                     f"/proc/stat is inconsistent: a line that is not a CPU's ({line[:40]!r}) "
                     "comes between the cpuN lines; the CPUs after it are not shown")))
             break
+        pos += len(line) + 1
         if line.startswith("cpu "):
             continue  # the sum over all CPUs
         parts = line.split()

@@ -283,7 +283,9 @@ def run_names(text: str) -> Outcome:
 
     names = text.split(" ")
     silent = []
-    for kind, idx in parse_queue_dirs(names):
+    queues = parse_queue_dirs(names)
+    refused = sum(1 for n in names if n.startswith(("rx-", "tx-"))) - len(queues)
+    for kind, idx in queues:
         if kind not in ("rx", "tx") or not 0 <= idx < 1 << 20:
             silent.append(f"queue {kind}-{idx}")
     dev = DeviceIrqs("0000:81:00.0", "virtio2", frozenset({24, 25}))
@@ -292,7 +294,7 @@ def run_names(text: str) -> Outcome:
             if not 0 <= q[1] < 1 << 20 and q[1] != -1:
                 silent.append(f"queue index {q[1]} from {name!r}")
     bus_info_of(["/sys/devices/" + n for n in names[:3]])
-    return Outcome(0, tuple(silent))
+    return Outcome(int(refused > 0), tuple(silent))
 
 
 def run_queue_map(text: str) -> Outcome:
@@ -719,30 +721,30 @@ def _sysctl_action(text: str) -> Any:
 
 
 TARGETS: list[Target] = [
-    Target("interrupts", _text_maker("interrupts"), run_interrupts, ci_inputs=700),
-    Target("softirqs", _text_maker("softirqs"), run_softirqs),
-    Target("softnet", _text_maker("softnet"), run_softnet),
-    Target("cpustat", _text_maker("stat"), run_stat),
-    Target("cpu_list", _value_maker(CPU_LIST_SEEDS), run_cpu_list, (ValueError,), ci_inputs=4000),
-    Target("cpu_mask", _value_maker(CPU_MASK_SEEDS), run_cpu_mask, (ValueError,), ci_inputs=4000),
-    Target("irq_affinity", _value_maker(IRQ_FILE_SEEDS), run_irq_affinity, ci_inputs=4000),
-    Target("bql", make_bql, run_bql, ci_inputs=4000),
-    Target("names", _value_maker(NAME_SEEDS), run_names, ci_inputs=4000),
-    Target("queue_irqs", _text_maker("interrupts"), run_queue_map, ci_inputs=300),
-    Target("rates", make_rates, run_rates, ci_inputs=300),
-    Target("codec", make_codec, run_codec, ci_inputs=400),
-    Target("codec_blob", make_blob, run_blob, ci_inputs=400),
-    Target("store", make_store, run_store, ci_inputs=150, setup=_store_setup, teardown=_store_teardown),
-    Target("tree", make_tree, run_tree, ci_inputs=120, setup=_tree_setup, teardown=_tree_teardown),
+    Target("interrupts", _text_maker("interrupts"), run_interrupts, ci_inputs=3000),
+    Target("softirqs", _text_maker("softirqs"), run_softirqs, ci_inputs=8000),
+    Target("softnet", _text_maker("softnet"), run_softnet, ci_inputs=6000),
+    Target("cpustat", _text_maker("stat"), run_stat, ci_inputs=6000),
+    Target("cpu_list", _value_maker(CPU_LIST_SEEDS), run_cpu_list, (ValueError,), ci_inputs=10000),
+    Target("cpu_mask", _value_maker(CPU_MASK_SEEDS), run_cpu_mask, (ValueError,), ci_inputs=10000),
+    Target("irq_affinity", _value_maker(IRQ_FILE_SEEDS), run_irq_affinity, ci_inputs=10000),
+    Target("bql", make_bql, run_bql, ci_inputs=10000),
+    Target("names", _value_maker(NAME_SEEDS), run_names, ci_inputs=5000),
+    Target("queue_irqs", _text_maker("interrupts"), run_queue_map, ci_inputs=1500),
+    Target("rates", make_rates, run_rates, ci_inputs=1500),
+    Target("codec", make_codec, run_codec, ci_inputs=2000),
+    Target("codec_blob", make_blob, run_blob, ci_inputs=3000),
+    Target("store", make_store, run_store, ci_inputs=800, setup=_store_setup, teardown=_store_teardown),
+    Target("tree", make_tree, run_tree, ci_inputs=500, setup=_tree_setup, teardown=_tree_teardown),
     Target("action_cpus", _value_maker(ACTION_CPU_SEEDS), _action_run(_check_cpus_action),
-           group="actions", ci_inputs=2000),
+           group="actions", ci_inputs=5000),
     Target("action_rps_mask", _value_maker(ACTION_CPU_SEEDS), _action_run(_rps_action),
-           group="actions", ci_inputs=2000),
+           group="actions", ci_inputs=5000),
     Target("action_qdisc_param", _value_maker(QDISC_SEEDS), _action_run(_qdisc_action),
-           group="actions", ci_inputs=2000),
+           group="actions", ci_inputs=5000),
     Target("action_ethtool_param", _value_maker(ETHTOOL_SEEDS), _action_run(_ethtool_action),
-           group="actions", ci_inputs=2000),
+           group="actions", ci_inputs=5000),
     Target("action_sysctl", _value_maker(SYSCTL_SEEDS), _action_run(_sysctl_action),
-           group="actions", ci_inputs=2000),
+           group="actions", ci_inputs=5000),
 ]
 BY_NAME = {t.name: t for t in TARGETS}
