@@ -90,6 +90,23 @@ def run_target(name: str, n: int, seed: int, hang_s: float, save: bool, mem_mb: 
     return total
 
 
+def _preload() -> None:
+    """Import what the targets use before any child is forked, so every parser of one run
+    is fuzzed against the same code even if the tree is edited meanwhile."""
+    import importlib
+    import pkgutil
+
+    import nettop
+
+    for m in pkgutil.walk_packages(nettop.__path__, "nettop."):
+        if m.name.startswith(("nettop.tui", "nettop.ebpf.program", "nettop.ebpf.probes")):
+            continue
+        try:
+            importlib.import_module(m.name)
+        except Exception:  # noqa: BLE001 - an optional module (bcc, pyroute2) may be missing
+            pass
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--inputs", type=int, default=100_000, help="inputs per parser (default 100000)")
@@ -110,6 +127,7 @@ def main() -> int:
     if unknown:
         print(f"fuzz.py: no parser named {', '.join(unknown)} (see --list)", file=sys.stderr)
         return 2
+    _preload()
     t0 = time.monotonic()
     results: dict[str, tuple[Stats, float]] = {}
     # Threads only wait on the children; each parser runs in its own process.

@@ -118,3 +118,19 @@ def test_more_cpu_ticks_than_the_wall_clock_allows_is_a_problem():
 def test_an_irq_count_going_backwards_is_reported():
     rates = compute_rates(_snap(0.0, (900, 10)), _snap(1.0, (5, 20)))
     assert rates.irqs[24].reset and "went backwards (900 -> 5)" in _messages(rates.problems)
+
+
+def test_a_new_problem_becomes_one_timeline_event_where_the_screen_marks_events():
+    from dataclasses import replace
+
+    from nettop.model.problems import Problem
+    from nettop.model.timeline import Timeline
+
+    tl = Timeline()
+    first = _snap(0.0, (1, 1))
+    tl.append(replace(first, problems=(Problem("x", "old problem"),)))
+    tl.append(replace(_snap(1.0, (2, 2)), problems=(Problem("x", "old problem"),)))
+    tl.append(_snap(2.0, (1, 3)))  # IRQ 24 on CPU 0 went backwards
+    tl.append(_snap(3.0, (2, 4)))
+    texts = [e.text for e in tl.events() if e.kind == "problem"]
+    assert len(texts) == 1 and "went backwards (2 -> 1)" in texts[0]
