@@ -10,6 +10,7 @@ counter that went backwards) is an event too, once, when it first appears.
 from __future__ import annotations
 
 import collections
+import math
 import threading
 from dataclasses import dataclass
 from typing import Deque, Iterator
@@ -49,7 +50,7 @@ class Timeline:
         with self._lock:
             prev = self._points[-1].snapshot if self._points else None
         rates = None
-        if prev is not None and snap.t_mono > prev.t_mono:
+        if prev is not None and snap.t_mono > prev.t_mono and math.isfinite(snap.t_mono - prev.t_mono):
             rates = compute_rates(prev, snap)
             self._note_changes(prev, snap)
         self._note_problems(snap, rates)

@@ -418,7 +418,7 @@ def run_codec(text: str) -> Outcome:
     parts = (text.split("\x1e") + ["", "", ""])[:3]
     try:
         skel = json.loads(parts[0])
-    except ValueError:
+    except (ValueError, RecursionError):
         return Outcome(1)  # the store refuses such a configuration ("is damaged")
     ints = [int(t) for t in parts[1].split() if re.fullmatch(r"-?[0-9]{1,30}", t)]
     floats = []
@@ -495,8 +495,47 @@ def _store_teardown() -> None:
         _STORE.clear()
 
 
+_CELLS = (("meta", "value"), ("config", "skeleton"), ("config", "sha1"), ("sample", "t_wall"),
+          ("sample", "t_mono"), ("sample", "config_id"), ("sample", "base_seq"), ("sample", "pred"),
+          ("sample", "key_seq"), ("sample", "ints"), ("sample", "floats"), ("sample", "crc"),
+          ("event", "t_wall"), ("event", "kind"), ("event", "text"), ("event", "seq"))
+_CELL_VALUES = (None, "x", "", -1, 0, 2 ** 63 - 1, -(2 ** 63), 1e308, float("inf"), b"\x00\xff", "[[[[",
+                "9" * 400, 1.5)
+
+
+def _sql_mutation(rng: random.Random) -> bytes:
+    """The seed recording with cells changed through SQLite: a well-formed file whose
+    content is wrong (what a bug or a hand edit leaves, past the page-level checks)."""
+    import sqlite3
+
+    path = os.path.join(_STORE["dir"], "sql.nettop")
+    Path(path).write_bytes(_STORE["seed"])
+    db = sqlite3.connect(path)
+    try:
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            table, col = rng.choice(_CELLS)
+            try:
+                db.execute(f"UPDATE {table} SET {col} = ? WHERE rowid IN (SELECT rowid FROM {table} "
+                           f"ORDER BY rowid LIMIT 1 OFFSET ?)", (rng.choice(_CELL_VALUES), rng.randrange(4)))
+            except sqlite3.IntegrityError:  # NOT NULL, UNIQUE: the schema itself refuses it
+                pass
+        if rng.random() < 0.3:
+            try:
+                db.execute("INSERT INTO event (seq, t_wall, kind, text) VALUES (?, ?, ?, ?)",
+                           (rng.choice((1, None, -5)), rng.choice(_CELL_VALUES), "problem",
+                            rng.choice(_CELL_VALUES)))
+            except sqlite3.IntegrityError:
+                pass
+        db.commit()
+    finally:
+        db.close()
+    return Path(path).read_bytes()
+
+
 def make_store(rng: random.Random) -> str:
     _store_setup()
+    if rng.random() < 0.5:
+        return _sql_mutation(rng).decode("latin-1")
     data = bytearray(_STORE["seed"])
     for _ in range(rng.choice((1, 1, 2, 4, 16))):
         op = rng.randrange(4)
