@@ -42,6 +42,9 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
         return {}, [Problem(_SRC, f"{_SRC} is inconsistent: its header names a CPU twice or a "
                                   f"CPU beyond {MAX_CPUS - 1} ({lines[first][:60]!r}); NET_RX/NET_TX "
                                   "per CPU are not shown")]
+    if any(ln.partition(":")[0].strip() in ("NET_RX", "NET_TX") for ln in lines[:first]):
+        problems.append(Problem(_SRC, f"{_SRC} is inconsistent: a NET_RX/NET_TX row comes before "
+                                      "the CPU header line; it is ignored"))
     rows: dict[str, list[int]] = {}
     bad: set[str] = set()
     for line in lines[first + 1:]:
