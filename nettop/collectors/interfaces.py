@@ -116,13 +116,13 @@ def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats 
         queues = root.listdir(f"{base}/queues")
     except OSError:
         queues = []
-    speed = num("speed", -1)
+    speed = _speed(root, name)
     return LinkStats(
         name=name, ifindex=ifindex,
         rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
         rx_errors=stats[4], tx_errors=stats[5], rx_dropped=stats[6], tx_dropped=stats[7],
         operstate=operstate, mtu=num("mtu"), txqueuelen=num("tx_queue_len"),
-        speed_mbps=speed if speed > 0 else None,
+        speed_mbps=speed,
         kind=kind, master=master, is_aggregate=kind in AGGREGATE_KINDS,
         num_rx_queues=sum(q.startswith("rx-") for q in queues),
         num_tx_queues=sum(q.startswith("tx-") for q in queues),
