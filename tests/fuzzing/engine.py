@@ -10,6 +10,7 @@ where tests/test_fuzz.py replays it for ever.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 import time
@@ -19,8 +20,6 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from fuzzing.targets import DATA, Outcome, Target
-
-import os  # noqa: E402
 
 REGRESSIONS = Path(os.environ.get("NETTOP_FUZZ_REGRESSIONS", DATA / "fuzz-regressions"))
 
