@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 
 from nettop.collectors.queue_config import list_queues
+from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import BqlState
 from nettop.kernel.sysroot import SysRoot
@@ -28,10 +29,10 @@ def parse_bql(queue: int, values: dict[str, str]) -> BqlState:
     """BqlState from the four files' text ({"limit": "2317", ...}); raises ValueError."""
     return BqlState(
         queue=queue,
-        limit=int(values["limit"]),
-        limit_max=int(values["limit_max"]),
-        limit_min=int(values["limit_min"]),
-        inflight=int(values["inflight"]),
+        limit=decimal(values["limit"], 32, "limit"),
+        limit_max=decimal(values["limit_max"], 32, "limit_max"),
+        limit_min=decimal(values["limit_min"], 32, "limit_min"),
+        inflight=decimal(values["inflight"], 32, "inflight"),
     )
 
 

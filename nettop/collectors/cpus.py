@@ -23,11 +23,19 @@ POSSIBLE = "sys/devices/system/cpu/possible"
 STAT = "proc/stat"
 
 
-def parse_cpu_list(text: str) -> tuple[int, ...]:
+# The largest CONFIG_NR_CPUS any architecture allows (x86 MAXSMP, powerpc): a CPU id at or
+# beyond it is not a CPU but a corrupt file or a typo, and is refused before any set of
+# CPUs is built, so "0-4294967295" costs nothing.
+MAX_CPUS = 8192
+
+
+def parse_cpu_list(text: str, limit: int = MAX_CPUS) -> tuple[int, ...]:
     """CPU ids of a kernel CPU list: "0-3,8,10-11" -> (0, 1, 2, 3, 8, 10, 11); "" -> ().
 
     Also accepts the kernel's strided ranges ("0-7:2/4" = first 2 of every 4), which
-    users may type. Raises ValueError for anything else.
+    users may type. Every id must be below `limit` (the host's possible CPUs when the
+    caller knows them, else MAX_CPUS); bounds are checked arithmetically before a range
+    is expanded. Raises ValueError for anything else.
     """
     text = text.strip()
     if not text:
@@ -36,30 +44,37 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     for part in text.split(","):
         part = part.strip()
         if not part:
-            raise ValueError(f"empty item in CPU list {text!r}")
+            raise ValueError(f"empty item in CPU list {_short(text)!r}")
         span, _, stride = part.partition(":")
         lo_s, dash, hi_s = span.partition("-")
-        lo = _cpu_id(lo_s, text)
-        hi = _cpu_id(hi_s, text) if dash else lo
+        lo = _cpu_id(lo_s, text, limit)
+        hi = _cpu_id(hi_s, text, limit) if dash else lo
         if hi < lo:
-            raise ValueError(f"descending range {part!r} in CPU list {text!r}")
+            raise ValueError(f"descending range {_short(part)!r} in CPU list {_short(text)!r}")
         if stride:
             used_s, slash, group_s = stride.partition("/")
             if not slash:
-                raise ValueError(f"stride {stride!r} in CPU list {text!r} needs used/group")
-            used, group = _cpu_id(used_s, text), _cpu_id(group_s, text)
+                raise ValueError(f"stride {_short(stride)!r} in CPU list {_short(text)!r} needs used/group")
+            used, group = _cpu_id(used_s, text, limit), _cpu_id(group_s, text, limit)
             if used == 0 or group == 0 or used > group:
-                raise ValueError(f"bad stride {stride!r} in CPU list {text!r}")
+                raise ValueError(f"bad stride {_short(stride)!r} in CPU list {_short(text)!r}")
             cpus.update(c for c in range(lo, hi + 1) if (c - lo) % group < used)
         else:
             cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))
 
 
-def _cpu_id(s: str, whole: str) -> int:
+def _short(s: str) -> str:
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _cpu_id(s: str, whole: str, limit: int = MAX_CPUS) -> int:
     s = s.strip()
-    if not s.isdigit():  # rejects "", "-1", "+3", "0x1"
-        raise ValueError(f"{s!r} is not a CPU number in {whole!r}")
+    if not (s.isascii() and s.isdigit()):  # rejects "", "-1", "+3", "0x1", "²", "1_0"
+        raise ValueError(f"{_short(s)!r} is not a CPU number in {_short(whole)!r}")
+    if len(s.lstrip("0")) > len(str(limit)) or int(s) >= limit:
+        raise ValueError(f"CPU {_short(s)} in {_short(whole)!r} is beyond the highest possible "
+                         f"CPU id ({limit - 1})")
     return int(s)
 
 
@@ -77,34 +92,47 @@ def format_cpu_list(cpus: Iterable[int]) -> str:
     return ",".join(out)
 
 
-def parse_cpu_mask(text: str) -> tuple[int, ...]:
+def parse_cpu_mask(text: str, limit: int = MAX_CPUS) -> tuple[int, ...]:
     """CPU ids set in a kernel hex mask: "00000000,0000000f" -> (0, 1, 2, 3); "0" -> ().
 
     Each comma-separated group is one 32-bit word, most significant first, as the kernel
-    prints and parses them; a mask without commas is one number. Raises ValueError.
+    prints and parses them; a mask without commas is one number. A set bit at or beyond
+    `limit` is refused (checked on the digits, before the number is built). Raises
+    ValueError.
     """
     text = text.strip()
     if not text:
         raise ValueError("empty CPU mask")
-    value = 0
     if "," in text:
-        for group in text.split(","):
+        groups = text.split(",")
+        for group in groups:
             if not group or len(group) > 8:
-                raise ValueError(f"CPU mask {text!r}: each group between commas is 1-8 hex digits")
-            value = (value << 32) | _hex(group, text)
+                raise ValueError(f"CPU mask {_short(text)!r}: each group between commas is 1-8 hex digits")
+            _check_hex(group, text)
+        digits = "".join(g.rjust(8, "0") for g in groups)
     else:
-        value = _hex(text, text)
+        _check_hex(text, text)
+        digits = text
+    digits = digits.lstrip("0")
+    if 4 * len(digits) > limit + 3:
+        raise ValueError(f"CPU mask {_short(text)!r} sets a CPU beyond the highest possible "
+                         f"CPU id ({limit - 1})")
+    value = int(digits or "0", 16)
+    if value >> limit:
+        raise ValueError(f"CPU mask {_short(text)!r} sets a CPU beyond the highest possible "
+                         f"CPU id ({limit - 1})")
     bits = bin(value)[:1:-1]  # least significant bit first
     return tuple(i for i, b in enumerate(bits) if b == "1")
 
 
-def _hex(s: str, whole: str) -> int:
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _check_hex(s: str, whole: str) -> None:
     if s.startswith(("0x", "0X", "+", "-")):
-        raise ValueError(f"CPU mask {whole!r} is plain hex digits, without 0x or sign")
-    try:
-        return int(s, 16)
-    except ValueError:
-        raise ValueError(f"CPU mask {whole!r} is not hexadecimal") from None
+        raise ValueError(f"CPU mask {_short(whole)!r} is plain hex digits, without 0x or sign")
+    if not _HEX_DIGITS.issuperset(s):
+        raise ValueError(f"CPU mask {_short(whole)!r} is not hexadecimal")
 
 
 def format_cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
@@ -176,7 +204,8 @@ def read_cpu_nodes(root: SysRoot) -> dict[int, int]:
     except OSError:
         return out
     for name in names:
-        if not (name.startswith("node") and name[4:].isdigit()):
+        if not (name.startswith("node") and name[4:].isascii() and name[4:].isdigit()
+                and len(name) <= 10):
             continue
         try:
             cpus = parse_cpu_list(root.read_line(f"sys/devices/system/node/{name}/cpulist"))

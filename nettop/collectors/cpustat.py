@@ -7,10 +7,14 @@ number per IRQ (thousands on a big host) and is never split. The kernel prints
 
 Columns were added over the years: user nice system idle iowait irq softirq (2.6.0),
 steal (2.6.11), guest (2.6.24), guest_nice (2.6.33). Missing trailing columns are 0.
+Every field is an unsigned 64-bit count of USER_HZ ticks: a sign, a non-ASCII digit or a
+wider number is corrupt, and a CPU with two lines is inconsistent; each is a Problem.
 """
 
 from __future__ import annotations
 
+from nettop.collectors.cpus import MAX_CPUS
+from nettop.collectors.numbers import decimal, is_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import CpuTimes
 from nettop.kernel.sysroot import SysRoot
@@ -19,6 +23,7 @@ STAT = "proc/stat"
 _MIN_COLUMNS = 4  # user nice system idle: every kernel nettop can meet has these
 _NCOLUMNS = 10
 
+_U64 = 1 << 64
 PERCENT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -27,21 +32,35 @@ def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
     out: dict[int, CpuTimes] = {}
     problems: list[Problem] = []
     end = text.find("\nintr")
-    for line in (text if end < 0 else text[:end]).split("\n"):
+    head = text if end < 0 else text[:end]
+    pos = 0  # where `line` starts in `head`
+    for line in head.split("\n"):
         if not line.startswith("cpu"):
+            if head.find("\ncpu", pos) >= 0:
+                problems.append(Problem("/proc/stat", (
+                    f"/proc/stat is inconsistent: a line that is not a CPU's ({line[:40]!r}) "
+                    "comes between the cpuN lines; the CPUs after it are not shown")))
             break
+        pos += len(line) + 1
         if line.startswith("cpu "):
             continue  # the sum over all CPUs
         parts = line.split()
         try:
-            cpu = int(parts[0][3:])
-            vals = list(map(int, parts[1:_NCOLUMNS + 1]))
+            num = parts[0][3:]
+            if not is_decimal(num) or len(num) > 5 or int(num) >= MAX_CPUS:
+                raise ValueError("no CPU number")
+            cpu = int(num)
+            vals = [decimal(v, 64, "field") for v in parts[1:_NCOLUMNS + 1]]
             if len(vals) < _NCOLUMNS:
                 if len(vals) < _MIN_COLUMNS:
-                    raise ValueError
+                    raise ValueError(f"{len(vals)} columns, expected at least {_MIN_COLUMNS}")
                 vals.extend([0] * (_NCOLUMNS - len(vals)))
-        except ValueError:
-            problems.append(malformed("/proc/stat", repr(line[:80])))
+        except ValueError as exc:
+            problems.append(malformed("/proc/stat", f"{line[:80]!r} ({exc})"))
+            continue
+        if cpu in out:
+            problems.append(Problem("/proc/stat", f"/proc/stat is inconsistent: cpu{cpu} has "
+                                                  "two lines; the first is used"))
             continue
         out[cpu] = CpuTimes(cpu, *vals)
     if not out:
@@ -72,6 +91,8 @@ def cpu_percentages(prev: CpuTimes, cur: CpuTimes) -> dict[str, float]:
     deltas = []
     for name in PERCENT_FIELDS:
         a, b = getattr(prev, name), getattr(cur, name)
+        if not (0 <= a < _U64 and 0 <= b < _U64):  # a corrupt recording: no figure
+            return dict.fromkeys(PERCENT_FIELDS, 0.0)
         if b >= a:
             deltas.append(b - a)
         elif b <= a // 2:

@@ -21,11 +21,12 @@ import re
 from dataclasses import dataclass
 
 from nettop.collectors.cpus import parse_cpu_list
+from nettop.collectors.numbers import MAX_NODES, signed_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.kernel.sysroot import SysRoot
 
 _BDF = re.compile(r"[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
-_VIRTIO = re.compile(r"virtio\d+")
+_VIRTIO = re.compile(r"virtio\d+", re.ASCII)
 _MAX_UP = 4  # usb interface -> usb device -> usb bus -> PCI controller
 
 
@@ -53,7 +54,9 @@ def device_chain(root: SysRoot, ifname: str) -> list[str]:
 
 def parse_numa_node(text: str) -> int | None:
     """numa_node text -> node; -1 (no NUMA information) -> None; raises ValueError."""
-    node = int(text)
+    node = signed_decimal(text, "numa_node")
+    if node >= MAX_NODES:
+        raise ValueError(f"numa_node {node} is beyond any NUMA node ({MAX_NODES - 1})")
     return None if node < 0 else node
 
 

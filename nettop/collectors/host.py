@@ -17,6 +17,7 @@ from typing import Iterable, TypeVar
 
 from nettop.collectors import (
     bql,
+    consistency,
     cpus,
     cpustat,
     device_info,
@@ -141,6 +142,7 @@ class HostReader:
         sirq = take(softirqs.read_softirqs(root))
         times = take(cpustat.read_stat(root))
         snet = take(softnet.read_softnet(root, online or None))
+        problems.extend(consistency.check_cpu_sets(online, table.cpus, sirq, times, snet))
 
         nics = [n for n in names if n != "lo"]
         qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))

@@ -25,6 +25,7 @@ import errno
 import time
 from typing import Callable
 
+from nettop.collectors.numbers import decimal, is_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import HostConfig
 from nettop.kernel.sysroot import SysRoot
@@ -84,7 +85,7 @@ def read_host_config(root: SysRoot, irqbalance: IrqbalanceCache | None = None
     text = values.pop(RPS_SOCK_FLOW_ENTRIES, None)
     if text is not None:
         try:
-            flow_entries = int(text)
+            flow_entries = decimal(text, 32)
         except ValueError:
             problems.append(malformed("/" + sysctl_path(RPS_SOCK_FLOW_ENTRIES), repr(text[:40])))
     return HostConfig(
@@ -153,7 +154,7 @@ def pid_from_sockets(root: SysRoot) -> int | None:
             continue
         for name in names:
             digits = name[len(COMM):-len(".sock")]
-            if name.startswith(COMM) and name.endswith(".sock") and digits.isdigit():
+            if name.startswith(COMM) and name.endswith(".sock") and is_decimal(digits) and len(digits) <= 10:
                 if is_irqbalance(root, int(digits)):
                     return int(digits)
     return None
@@ -166,6 +167,6 @@ def scan_proc(root: SysRoot) -> int | None:
     except OSError:
         return None
     for name in names:
-        if name.isdigit() and is_irqbalance(root, int(name)):
+        if is_decimal(name) and len(name) <= 10 and is_irqbalance(root, int(name)):
             return int(name)
     return None

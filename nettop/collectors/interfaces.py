@@ -9,7 +9,8 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING
 
-from nettop.model.problems import Problem, from_oserror
+from nettop.collectors.numbers import decimal, signed_decimal
+from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import LinkStats
 from nettop.kernel.sysroot import SysRoot
 
@@ -57,7 +58,7 @@ def links_from_netlink(msgs: list[LinkMsg], speed_of) -> dict[str, LinkStats]:  
 def _speed(root: SysRoot, name: str) -> int | None:
     """Link speed in Mb/s; None when the driver does not know (virtual, link down)."""
     try:
-        v = int(root.read_line(f"sys/class/net/{name}/speed"))
+        v = signed_decimal(root.read_line(f"sys/class/net/{name}/speed"))
     except (OSError, ValueError):
         return None
     return v if v > 0 else None
@@ -82,8 +83,10 @@ def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats 
 
     def num(rel: str, default: int = 0) -> int:
         try:
-            return int(root.read_line(f"{base}/{rel}"))
-        except ValueError:
+            text = root.read_line(f"{base}/{rel}")
+            return decimal(text, 64)
+        except ValueError as exc:
+            problems.append(malformed(root.join(f"{base}/{rel}"), str(exc)))
             return default
         except OSError as exc:
             if exc.errno not in (errno.ENOENT, errno.EINVAL):
@@ -91,7 +94,7 @@ def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats 
             return default
 
     try:
-        ifindex = int(root.read_line(f"{base}/ifindex"))
+        ifindex = decimal(root.read_line(f"{base}/ifindex"), 32)
     except (OSError, ValueError):
         return None  # not a network interface directory (e.g. bonding_masters)
     stats = [num(f"statistics/{f}") for f in _STAT_FILES]
@@ -113,13 +116,13 @@ def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats 
         queues = root.listdir(f"{base}/queues")
     except OSError:
         queues = []
-    speed = num("speed", -1)
+    speed = _speed(root, name)
     return LinkStats(
         name=name, ifindex=ifindex,
         rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
         rx_errors=stats[4], tx_errors=stats[5], rx_dropped=stats[6], tx_dropped=stats[7],
         operstate=operstate, mtu=num("mtu"), txqueuelen=num("tx_queue_len"),
-        speed_mbps=speed if speed > 0 else None,
+        speed_mbps=speed,
         kind=kind, master=master, is_aggregate=kind in AGGREGATE_KINDS,
         num_rx_queues=sum(q.startswith("rx-") for q in queues),
         num_tx_queues=sum(q.startswith("tx-") for q in queues),

@@ -11,6 +11,10 @@ parsed token by token instead. Counts are turned into integers only for the IRQs
 
 CPU ids come from the header, never from column positions: offline CPUs are missing from
 it (`CPU0 CPU2 CPU3`), and the counts line up with the ids that are printed.
+
+Bad input (see docs/bad-input.md) never raises: a header naming a CPU twice, a count that
+is not an unsigned 32-bit number (the kernel keeps `unsigned int` per CPU), an IRQ listed
+twice, or a file without a single numbered IRQ (another file's content) is a Problem.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from nettop.collectors.cpus import MAX_CPUS
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import InterruptTable, Irq
 from nettop.kernel.sysroot import SysRoot
@@ -29,11 +34,18 @@ _FIELD = 11  # one per-CPU count: a blank and a number right-aligned in 10 colum
 # old kernels: "PCI-MSI-edge      eth0-TxRx-0"; ARM: "GICv3  27 Level     arch_timer".
 # The hwirq column is a number (maybe empty) joined to the flow name ("2-edge", "-edge"),
 # or a bare number, optionally followed by the Level/Edge column of GENERIC_IRQ_SHOW_LEVEL.
+# The tail is stripped first and the name taken greedily: a lazy name followed by
+# `\s*$` retried the blank run at every position, quadratic in a long run of blanks.
 _TAIL = re.compile(
-    r"\s*(?P<chip>\S+)"
+    r"(?P<chip>\S+)"
     r"(?:\s+(?P<hwirq>\d*-[\w-]+|\d+(?:\s+(?:Level|Edge))?(?:\s*-[\w-]+)?)(?=\s|$))?"
-    r"\s*(?P<name>.*?)\s*$"
+    r"\s*(?P<name>.*)",
+    re.DOTALL,
 )
+# What a run of per-CPU counts may hold: ASCII blanks and digits (int() alone would also
+# take "+5", "-5", "1_0" and Unicode digits).
+_COUNT_TEXT = re.compile(r"[\s0-9]*", re.ASCII)
+_U32 = 1 << 32
 _COUNTS_RE: dict[int, re.Pattern[str]] = {}
 
 Want = Callable[[int, str], bool]
@@ -50,25 +62,32 @@ def parse_header(line: str) -> tuple[int, ...] | None:
     """CPU ids from the header line ("CPU0 CPU2 CPU3"), or None if it is not one."""
     ids = []
     for tok in line.split():
-        if not tok.startswith("CPU") or not tok[3:].isdigit():
+        num = tok[3:]
+        if not tok.startswith("CPU") or not (num.isascii() and num.isdigit()) or len(num) > 5:
             return None
-        ids.append(int(tok[3:]))
+        cpu = int(num)
+        if cpu >= MAX_CPUS:
+            return None
+        ids.append(cpu)
     return tuple(ids) if ids else None
 
 
 def _split_tail(tail: str) -> tuple[str, str, str]:
-    m = _TAIL.match(tail)
+    m = _TAIL.match(tail.strip())
     if m is None:  # only whitespace after the counts
         return "", "", ""
     return m.group("chip") or "", m.group("hwirq") or "", m.group("name")
 
 
-def parse_interrupts(text: str, want: Want | None = None) -> tuple[InterruptTable, list[Problem]]:
+def parse_interrupts(text: str, want: Want | None = None,
+                     whole: bool = True) -> tuple[InterruptTable, list[Problem]]:
     """Parse /proc/interrupts text into an InterruptTable (pure; never raises).
 
     `want(irq, name)` decides which numbered lines get their per-CPU counts parsed (None:
     all of them); every line's chip, hwirq and name are always found. Named rows (NMI,
     LOC, ERR, MIS, ...) go to `other` with the counts they print (ERR/MIS have one).
+    `whole` is False for a text that holds only some lines of the file (the reader's
+    fast path), which then may lack numbered IRQs.
     """
     # Lines are walked with find() rather than split(): slicing out every line would copy
     # the whole file, while only the short tails and the wanted counts are needed.
@@ -79,6 +98,10 @@ def parse_interrupts(text: str, want: Want | None = None) -> tuple[InterruptTabl
     cpus = parse_header(text[:nl])
     if cpus is None:
         return InterruptTable(()), [malformed(SOURCE, f"no CPU header line (got {text[:60]!r})")]
+    if len(set(cpus)) != len(cpus):
+        return InterruptTable(()), [Problem(SOURCE, (
+            f"{SOURCE} is inconsistent: its header names a CPU twice ({text[:min(nl, 60)]!r}); "
+            "per-CPU IRQ counts cannot be attributed and are not shown"))]
     problems: list[Problem] = []
     n = len(cpus)
     span = _FIELD * n
@@ -98,14 +121,18 @@ def parse_interrupts(text: str, want: Want | None = None) -> tuple[InterruptTabl
             if text[start:nl].strip():
                 problems.append(malformed(SOURCE, f"line {lineno} has no ':' ({text[start:nl][:60]!r})"))
             continue
-        try:
-            irq = int(text[start:c])
-        except ValueError:
-            label = text[start:c].strip()
+        label = text[start:c].strip()
+        if not (label.isascii() and label.isdigit() and len(label) <= 10):
             if label and len(label.split()) == 1:  # NMI, LOC, IPI0, Err, s390's I/O
                 other[label] = _named_row(text[c + 1:nl], n)
             else:
                 problems.append(malformed(SOURCE, f"line {lineno} has no IRQ label ({label[:20]!r})"))
+            continue
+        irq = int(label)
+        if irq in irqs:
+            problems.append(Problem(SOURCE, (
+                f"{SOURCE} is inconsistent: IRQ {irq} is listed twice (line {lineno}); "
+                "the first line is used")))
             continue
         end = c + 1 + span
         # Fast path: the tail starts right after the last fixed-width count field.
@@ -126,16 +153,25 @@ def parse_interrupts(text: str, want: Want | None = None) -> tuple[InterruptTabl
         if want is not None and not want(irq, bare.name):
             irqs[irq] = bare
             continue
-        vals = (text[counts_at[0]:counts_at[1]] if isinstance(counts_at, tuple) else counts_at).split()
-        try:
+        seg = text[counts_at[0]:counts_at[1]] if isinstance(counts_at, tuple) else counts_at
+        vals = seg.split()
+        counts: tuple[int, ...] = ()
+        if _COUNT_TEXT.fullmatch(seg) and all(len(v) <= 10 for v in vals):
             counts = tuple(map(int, vals))
-        except ValueError:
-            counts = ()
         if len(counts) != n:
             problems.append(malformed(
                 SOURCE, f"IRQ {irq} (line {lineno}) does not have {n} per-CPU counts"))
             continue
+        if counts and max(counts) >= _U32:
+            problems.append(Problem(SOURCE, (
+                f"{SOURCE} is corrupt: IRQ {irq} (line {lineno}) has a per-CPU count wider "
+                "than 32 bits; its rates are not shown")))
+            continue
         irqs[irq] = Irq(irq, bare.chip, bare.hwirq, bare.name, counts, sum(counts))
+    if whole and not irqs:
+        problems.append(Problem(SOURCE, (
+            f"{SOURCE} holds no numbered IRQ line (truncated, or another file's content); "
+            "IRQ rates are not shown")))
     return InterruptTable(cpus, irqs, other), problems
 
 
@@ -143,7 +179,7 @@ def _named_row(rest: str, n: int) -> tuple[int, ...]:
     """Counts of a named row ("NMI", "LOC", "ERR"): up to n numbers before the description."""
     vals = []
     for tok in rest.split(None, n)[:n]:
-        if not tok.isdigit():
+        if not (tok.isascii() and tok.isdigit() and len(tok) <= 10) or int(tok) >= _U32:
             break
         vals.append(int(tok))
     return tuple(vals)
@@ -232,7 +268,7 @@ class InterruptReader:
             lines.append(data[i + 1:j])
             pos = j
         tail = _named_tail(data)
-        small, problems = parse_interrupts(b"\n".join(lines + tail).decode("latin-1"), None)
+        small, problems = parse_interrupts(b"\n".join(lines + tail).decode("latin-1"), None, whole=False)
         if problems or len(small.irqs) != len(self._wanted):
             return None
         irqs = dict(base.irqs)

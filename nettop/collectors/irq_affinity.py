@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, TypeVar
 
 from nettop.collectors.cpus import parse_cpu_list, parse_cpu_mask
+from nettop.collectors.numbers import MAX_NODES, signed_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import IrqAffinity
 from nettop.kernel.sysroot import SysRoot
@@ -59,7 +60,9 @@ def parse_affinity_hint(text: str) -> tuple[int, ...] | None:
 @lru_cache(maxsize=4096)
 def parse_node(text: str) -> int | None:
     """/proc/irq/N/node -> NUMA node; -1 (NUMA_NO_NODE) -> None; raises ValueError."""
-    node = int(text)
+    node = signed_decimal(text, "node")
+    if node >= MAX_NODES:
+        raise ValueError(f"node {node} is beyond any NUMA node ({MAX_NODES - 1})")
     return None if node < 0 else node
 
 

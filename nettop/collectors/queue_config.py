@@ -20,11 +20,12 @@ from __future__ import annotations
 import errno
 import re
 
+from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem, from_oserror
 from nettop.model.snapshot import QueueConfig
 from nettop.kernel.sysroot import SysRoot
 
-_QUEUE_DIR = re.compile(r"(rx|tx)-(\d+)")
+_QUEUE_DIR = re.compile(r"(rx|tx)-(\d{1,6})", re.ASCII)
 _NOT_THERE = frozenset({errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP})
 # (file name, errno) -> (first path that failed, its error, how many queues failed so)
 _Failures = dict[tuple[str, int], tuple[str, OSError, int]]
@@ -71,7 +72,7 @@ def read_queue_config(
             flow_cnt = None
             if other is not None:
                 try:
-                    flow_cnt = int(other)
+                    flow_cnt = decimal(other, 32)
                 except ValueError:
                     problems.append(Problem(
                         "/" + qdir + other_file,

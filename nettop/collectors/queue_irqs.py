@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem
 from nettop.model.snapshot import InterruptTable, QueueIrqs, QueueMap
 from nettop.kernel.sysroot import SysRoot
@@ -31,10 +32,11 @@ from nettop.kernel.sysroot import SysRoot
 if TYPE_CHECKING:
     from nettop.kernel.netdev_genl import NetdevNetlink
 
+# re.ASCII: `\d` would also match Unicode digits ("٣"), which no kernel prints.
 _BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
-_VIRTIO = re.compile(r"virtio\d+")
-_QUEUE_DIR = re.compile(r"(rx|tx)-(\d+)")
-_PCI_VEC = re.compile(r"(?:mlx5_comp(\d+)|mlx4-comp-(\d+))@pci:(\S+)")
+_VIRTIO = re.compile(r"virtio\d+", re.ASCII)
+_QUEUE_DIR = re.compile(r"(rx|tx)-(\d{1,6})", re.ASCII)
+_PCI_VEC = re.compile(r"(?:mlx5_comp(\d{1,6})|mlx4-comp-(\d{1,6}))@pci:(\S+)", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,8 @@ def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
     msi = None
     for d in (path, parent) if virtio or bdf != base else (path,):
         try:
-            msi = frozenset(int(x) for x in os.listdir(os.path.join(d, "msi_irqs")) if x.isdigit())
+            msi = frozenset(int(x) for x in os.listdir(os.path.join(d, "msi_irqs"))
+                            if x.isascii() and x.isdigit() and len(x) <= 10)
             break
         except OSError:
             continue
@@ -123,10 +126,10 @@ def classify(name: str, ifname: str, dev: DeviceIrqs | None,
 
 
 _IF_SUFFIX = re.compile(
-    r"-(?:(?P<c>\d+)|(?:TxRx|Tx-Rx|txrx)-(?P<cc>\d+)|rx-(?P<rx>\d+)|tx-(?P<tx>\d+)"
-    r"|tx-(?P<ptx>\d+)-rx-(?P<prx>\d+))")
-_VIRTIO_SUFFIX = re.compile(r"-(input|output)\.(\d+)")
-_ENA_IO = re.compile(r"ena-io-(\d+)")
+    r"-(?:(?P<c>\d{1,6})|(?:TxRx|Tx-Rx|txrx)-(?P<cc>\d{1,6})|rx-(?P<rx>\d{1,6})|tx-(?P<tx>\d{1,6})"
+    r"|tx-(?P<ptx>\d{1,6})-rx-(?P<prx>\d{1,6}))", re.ASCII)
+_VIRTIO_SUFFIX = re.compile(r"-(input|output)\.(\d{1,6})", re.ASCII)
+_ENA_IO = re.compile(r"ena-io-(\d{1,6})", re.ASCII)
 
 
 def _suffix_queues(m: re.Match[str]) -> list[tuple[str, int]]:
@@ -267,7 +270,7 @@ def _netlink_answers(nl: NetdevNetlink, ifindex: int | None, what: str,
 
 def _ifindex(root: SysRoot, ifname: str) -> int | None:
     try:
-        return int(root.read_line(f"sys/class/net/{ifname}/ifindex"))
+        return decimal(root.read_line(f"sys/class/net/{ifname}/ifindex"), 32)
     except (OSError, ValueError):
         return None
 

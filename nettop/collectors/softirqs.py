@@ -5,11 +5,15 @@ RPS processing), so its rate shows which CPUs do the network receive work, whate
 IRQ or RPS setting put it there. The header names the CPU of each column ("CPU0 CPU1
 ..."), and columns are mapped by that id, never by position, because a kernel may leave
 CPUs out of the header. Only the NET_RX and NET_TX rows are split into numbers; on a
-256-CPU host the other rows are skipped untouched. Counts are 32-bit and wrap.
+256-CPU host the other rows are skipped untouched. Counts are 32-bit and wrap: a count
+that is not an unsigned 32-bit number is corrupt, and so is a header naming a CPU twice;
+either is a Problem and the rows are not shown (see docs/bad-input.md).
 """
 
 from __future__ import annotations
 
+from nettop.collectors.cpus import MAX_CPUS
+from nettop.collectors.numbers import is_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import SoftirqCounts
 from nettop.kernel.sysroot import SysRoot
@@ -28,11 +32,19 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
     for first, line in enumerate(lines):
         if ":" not in line and "CPU" in line:
             # The header; vendor kernels may put a word before it or a line above it.
-            cpus = [int(t[3:]) for t in line.split() if t.startswith("CPU") and t[3:].isdigit()]
+            cpus = [int(t[3:]) for t in line.split()
+                    if t.startswith("CPU") and is_decimal(t[3:]) and len(t) <= 8]
             break
     if not cpus:
         return {}, [Problem(_SRC, f"{_SRC} has no CPU header line; NET_RX/NET_TX per CPU "
                                   f"are not shown (first line: {lines[0][:60]!r})")]
+    if len(set(cpus)) != len(cpus) or max(cpus) >= MAX_CPUS:
+        return {}, [Problem(_SRC, f"{_SRC} is inconsistent: its header names a CPU twice or a "
+                                  f"CPU beyond {MAX_CPUS - 1} ({lines[first][:60]!r}); NET_RX/NET_TX "
+                                  "per CPU are not shown")]
+    if any(ln.partition(":")[0].strip() in ("NET_RX", "NET_TX") for ln in lines[:first]):
+        problems.append(Problem(_SRC, f"{_SRC} is inconsistent: a NET_RX/NET_TX row comes before "
+                                      "the CPU header line; it is ignored"))
     rows: dict[str, list[int]] = {}
     bad: set[str] = set()
     for line in lines[first + 1:]:
@@ -40,10 +52,15 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
         name = name.strip()
         if not sep or name not in ("NET_RX", "NET_TX"):
             continue
-        try:
-            vals = [int(v) for v in rest.split()]
-        except ValueError:
+        toks = rest.split()
+        if not all(is_decimal(v) and len(v) <= 10 for v in toks):
             problems.append(malformed(_SRC, f"{name} row has a non-number"))
+            bad.add(name)
+            continue
+        vals = [int(v) for v in toks]
+        if vals and max(vals) > _U32:
+            problems.append(Problem(_SRC, f"{_SRC} is corrupt: a {name} count is wider than 32 "
+                                          "bits; network softirqs per CPU are not shown"))
             bad.add(name)
             continue
         if len(vals) != len(cpus):
@@ -61,7 +78,7 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
                                           "network softirqs per CPU are not shown"))
         return {}, problems
     rx, tx = rows["NET_RX"], rows["NET_TX"]
-    out = {cpu: SoftirqCounts(cpu, r & _U32, t & _U32) for cpu, r, t in zip(cpus, rx, tx)}
+    out = {cpu: SoftirqCounts(cpu, r, t) for cpu, r, t in zip(cpus, rx, tx)}
     return out, problems
 
 

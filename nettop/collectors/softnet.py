@@ -16,10 +16,16 @@ columns grew over kernel versions (net/core/net-procfs.c, earlier net/core/dev.c
 
 The kernel skips offline CPUs. Where it prints the CPU id (13+ columns) that id is used;
 otherwise line i belongs to the i-th online CPU, which the caller passes in.
+
+A field that is not 1-8 hex digits is corrupt (the kernel prints `%08x` of a 32-bit
+counter); a line without the CPU column in a file whose other lines have it, and a CPU id
+printed twice, are Problems (docs/bad-input.md).
 """
 
 from __future__ import annotations
 
+from nettop.collectors.cpus import MAX_CPUS
+from nettop.collectors.numbers import hexadecimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import SoftnetRow
 from nettop.kernel.sysroot import SysRoot
@@ -52,13 +58,13 @@ def parse_softnet(
             if len(parts) < _MIN_COLUMNS:
                 raise ValueError(f"{len(parts)} columns, expected at least {_MIN_COLUMNS}")
             n = len(parts)
-            rows.append([int(parts[i], 16) for i in _WANTED if i < n])
+            rows.append([hexadecimal(parts[i], 32, "field") for i in _WANTED if i < n])
         except ValueError as exc:
             problems.append(malformed(_SRC, f"{line[:60]!r} ({exc})"))
             rows.append(None)  # still holds its CPU's place when lines are positional
     # Every line of one file has the same layout: a CPU column in any line means all.
     if any(v is not None and len(v) > _CPU for v in rows):
-        return {v[_CPU]: _row(v[_CPU], v, True) for v in rows if v is not None}, problems
+        return _by_column(rows, problems), problems
     out: dict[int, SoftnetRow] = {}
     if online_cpus is None:
         cpus: tuple[int, ...] | range = range(len(rows))
@@ -74,6 +80,29 @@ def parse_softnet(
         if v is not None:
             out[cpu] = _row(cpu, v, False)
     return out, problems
+
+
+def _by_column(rows: list[list[int] | None], problems: list[Problem]) -> dict[int, SoftnetRow]:
+    """Rows keyed by the CPU id the kernel printed; short lines and repeated ids are Problems."""
+    out: dict[int, SoftnetRow] = {}
+    for v in rows:
+        if v is None:
+            continue
+        if len(v) <= _CPU:
+            problems.append(Problem(_SRC, (
+                f"{_SRC} is inconsistent: a line has {len(v)} of the CPU-numbered layout's "
+                "columns (truncated?); that CPU's softnet counters are not shown")))
+            continue
+        cpu = v[_CPU]
+        if cpu >= MAX_CPUS:
+            problems.append(malformed(_SRC, f"CPU id {cpu} is beyond {MAX_CPUS - 1}"))
+            continue
+        if cpu in out:
+            problems.append(Problem(_SRC, (
+                f"{_SRC} is inconsistent: CPU {cpu} has two lines; the first is used")))
+            continue
+        out[cpu] = _row(cpu, v, True)
+    return out
 
 
 def _row(cpu: int, v: list[int], from_column: bool) -> SoftnetRow:

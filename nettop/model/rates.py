@@ -5,16 +5,23 @@ snapshots' monotonic timestamps, never the nominal interval, so a late tick show
 rates. Things that exist in only one of the two snapshots are marked (`Presence`)
 instead of producing nonsense: a new interface has no rate yet, a vanished IRQ is
 reported gone, a counter that was reset is flagged.
+
+Nothing here raises on bad counters either (a corrupt recording or captured tree can
+hold anything): a counter outside its width has no rate, and what cannot be right (a
+count outside its width, a per-CPU count that went backwards, more CPU time than the
+wall clock allows) is listed in `Rates.problems`, which the JSON and the reports show.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Mapping
 
 from nettop.model.counters import U32, U64, Step, delta
+from nettop.model.problems import Problem
 from nettop.model.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
 
 
@@ -103,13 +110,29 @@ class Rates:
     links: Mapping[str, LinkRates]
     qdiscs: Mapping[str, tuple[QdiscRates, ...]]
     sampler_cpu_pct: float | None = None  # nettop's own sampling cost
+    # What the two snapshots say that cannot be right (see the module docstring)
+    problems: tuple[Problem, ...] = ()
+
+
+class _Out(Exception):
+    """A counter outside its width: no rate can be given."""
 
 
 def _per_s(prev: int, cur: int, elapsed: float, modulus: int) -> tuple[float, bool]:
+    """Rate and whether the counter was reset; _Out when either value is not a counter."""
+    if not (0 <= prev < modulus and 0 <= cur < modulus):
+        raise _Out
     if cur >= prev:  # nearly always: no wrap or reset to judge
         return (cur - prev) / elapsed, False
     d, step = delta(prev, cur, modulus)
     return d / elapsed, step is Step.RESET
+
+
+def _maybe_per_s(prev: int, cur: int, elapsed: float, modulus: int) -> float | None:
+    try:
+        return _per_s(prev, cur, elapsed, modulus)[0]
+    except _Out:
+        return None
 
 
 _SOFTNET_RATES = ("softnet_processed_per_s", "softnet_dropped_per_s", "time_squeeze_per_s",
@@ -117,7 +140,10 @@ _SOFTNET_RATES = ("softnet_processed_per_s", "softnet_dropped_per_s", "time_sque
 _SOFTNET = operator.attrgetter("processed", "dropped", "time_squeeze", "received_rps", "flow_limit_count")
 
 
-def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, CpuRates]:
+def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
+              problems: list[Problem] | None = None) -> dict[int, CpuRates]:
+    if problems is None:
+        problems = []
     cpus = sorted(set(cur.online_cpus) | set(cur.cpu_times) | set(prev.cpu_times))
     out: dict[int, CpuRates] = {}
     for cpu in cpus:
@@ -128,40 +154,83 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, CpuRat
         fields: dict[str, float | int | bool | None] = {}
         reset = False
         if a and b:
-            pcts, reset = _time_split(a, b)
+            pcts, reset = _time_split(a, b, elapsed, problems)
             fields.update(pcts)
         sa, sb = prev.softirqs.get(cpu), cur.softirqs.get(cpu)
         if sa and sb:
-            fields["net_rx_per_s"], r1 = _per_s(sa.net_rx, sb.net_rx, elapsed, U32)
-            fields["net_tx_per_s"], r2 = _per_s(sa.net_tx, sb.net_tx, elapsed, U32)
-            reset |= r1 or r2
+            for name, x, y in (("net_rx_per_s", sa.net_rx, sb.net_rx), ("net_tx_per_s", sa.net_tx, sb.net_tx)):
+                fields[name], r = _counter(f"/proc/softirqs {name[:6].upper()} on CPU {cpu}",
+                                           x, y, elapsed, problems)
+                reset |= r
         na, nb = prev.softnet.get(cpu), cur.softnet.get(cpu)
         if nb is not None:
             fields["backlog"] = nb.backlog
         if na and nb:
             for name, x, y in zip(_SOFTNET_RATES, _SOFTNET(na), _SOFTNET(nb)):
-                fields[name], r = _per_s(x, y, elapsed, U32)
+                fields[name], r = _counter(f"softnet_stat {name[:-6]} on CPU {cpu}",
+                                           x, y, elapsed, problems)
                 reset |= r
         out[cpu] = CpuRates(cpu=cpu, presence=presence, reset=reset, **fields)  # type: ignore[arg-type]
     return out
 
 
-def _time_split(a: CpuTimes, b: CpuTimes) -> tuple[dict[str, float], bool]:
-    """Percent of elapsed CPU ticks per state; a backwards total means the CPU was reset."""
+def _counter(what: str, x: int, y: int, elapsed: float,
+             problems: list[Problem]) -> tuple[float | None, bool]:
+    """Rate of a per-CPU 32-bit counter; a value outside 32 bits or a step backwards that
+    is no wrap is told in `problems` (these counters are never reset while the CPU is
+    online, so the step is corruption or a CPU that went off and on between the reads)."""
+    try:
+        r, reset = _per_s(x, y, elapsed, U32)
+    except _Out:
+        problems.append(Problem(what, f"{what}: count {max(x, y)} is outside 32 bits "
+                                      "(corrupt); no rate"))
+        return None, False
+    if reset:
+        problems.append(Problem(what, f"{what} went backwards ({x} -> {y}) without a wrap: "
+                                      "shown as counting from 0 (a CPU offlined and back, or "
+                                      "a corrupt read)"))
+    return r, reset
+
+
+# USER_HZ is 100 on every architecture Linux exports to user space; a CPU cannot spend
+# more ticks than the wall clock gives it. Slack for the reads of /proc/stat and the
+# monotonic clock not being the same instant.
+_USER_HZ = 100
+_TICK_SLACK = 1.25
+
+
+def _time_split(a: CpuTimes, b: CpuTimes, elapsed: float = 0.0,
+                problems: list[Problem] | None = None) -> tuple[dict[str, float], bool]:
+    """Percent of elapsed CPU ticks per state; a backwards total means the CPU was reset.
+    Every field of the total is checked (nice included), so the shares never pass 100."""
+    va, vb = _ALL_TIMES(a), _ALL_TIMES(b)
+    if not all(0 <= x < U64 for x in va + vb):
+        if problems is not None:
+            problems.append(Problem("/proc/stat", f"/proc/stat cpu{b.cpu}: a time is outside "
+                                                  "64 bits (corrupt); no CPU split"))
+        return dict.fromkeys(_PCT_NAMES, 0.0), False
     total = b.total - a.total
-    va, vb = _TIMES(a), _TIMES(b)
     if total <= 0 or any(y < x for x, y in zip(va, vb)):
         return dict.fromkeys(_PCT_NAMES, 0.0), total < 0
-    return {name: 100.0 * (y - x) / total for name, x, y in zip(_PCT_NAMES, va, vb)}, False
+    if problems is not None and elapsed > 0 and total > _USER_HZ * elapsed * _TICK_SLACK + 2:
+        problems.append(Problem("/proc/stat", (
+            f"/proc/stat is inconsistent: cpu{b.cpu} counted {total} ticks in {elapsed:.2f} s "
+            f"(more than 100% of one CPU at USER_HZ={_USER_HZ}); its split is still shown "
+            "as shares of those ticks")))
+    return {name: 100.0 * (y - x) / total for name, x, y in zip(_PCT_NAMES, _TIMES(a), _TIMES(b))}, False
 
 
 _TIME_FIELDS = ("user", "system", "idle", "iowait", "irq", "softirq", "steal")
 _TIMES = operator.attrgetter(*_TIME_FIELDS)
+_ALL_TIMES = operator.attrgetter("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 _PCT_NAMES = tuple(f"{f}_pct" for f in _TIME_FIELDS)
 
 
-def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, IrqRates]:
+def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
+              problems: list[Problem] | None = None) -> dict[int, IrqRates]:
     """Rates of the IRQs whose counts were parsed in both snapshots."""
+    if problems is None:
+        problems = []
     out: dict[int, IrqRates] = {}
     pcpus, ccpus = prev.interrupts.cpus, cur.interrupts.cpus
     for irq, b in cur.interrupts.irqs.items():
@@ -171,14 +240,19 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[int, IrqRat
         if a is None or a.counts is None:
             out[irq] = IrqRates(irq, Presence.NEW if a is None else Presence.BOTH)
             continue
-        out[irq] = _one_irq(a, b, pcpus, ccpus, elapsed)
+        if len(a.counts) != len(pcpus) or len(b.counts) != len(ccpus):
+            problems.append(Problem("/proc/interrupts", f"IRQ {irq}: counts do not match the CPU "
+                                                        "header (corrupt); no rate"))
+            out[irq] = IrqRates(irq, Presence.BOTH)
+            continue
+        out[irq] = _one_irq(a, b, pcpus, ccpus, elapsed, problems)
     for irq in prev.interrupts.irqs.keys() - cur.interrupts.irqs.keys():
         out[irq] = IrqRates(irq, Presence.GONE)
     return out
 
 
 def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
-             elapsed: float) -> IrqRates:
+             elapsed: float, problems: list[Problem]) -> IrqRates:
     assert a.counts is not None and b.counts is not None
     pairs: Iterable[tuple[int, int, int]]  # (cpu, count before, count now)
     if pcpus == ccpus:  # the usual case: the counts side by side
@@ -190,10 +264,19 @@ def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
     total = 0.0
     reset = False
     for cpu, old, cnt in pairs:
-        if cnt >= old:  # inline: only a backwards count needs `delta`'s judgement
+        if 0 <= old <= cnt < U32:  # inline: only a backwards count needs `delta`'s judgement
             r = (cnt - old) / elapsed
         else:
-            r, was_reset = _per_s(old, cnt, elapsed, U32)
+            try:
+                r, was_reset = _per_s(old, cnt, elapsed, U32)
+            except _Out:
+                problems.append(Problem("/proc/interrupts", f"IRQ {b.irq} on CPU {cpu}: count "
+                                                            "outside 32 bits (corrupt); no rate"))
+                continue
+            if was_reset and a.name == b.name:
+                problems.append(Problem("/proc/interrupts", (
+                    f"IRQ {b.irq} ({b.name}) on CPU {cpu} went backwards ({old} -> {cnt}) "
+                    "without a wrap or a new IRQ: shown as counting from 0 (corrupt read?)")))
             reset |= was_reset
         per_cpu[cpu] = r
         total += r
@@ -221,17 +304,20 @@ def link_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[str, LinkR
 
 def _one_link(a: LinkStats, b: LinkStats, prev: Snapshot, cur: Snapshot,
               elapsed: float) -> LinkRates:
-    fields: dict[str, float] = {}
+    fields: dict[str, float | None] = {}
     reset = False
     for f in _LINK_FIELDS:
-        fields[f"{f}_per_s"], r = _per_s(getattr(a, f), getattr(b, f), elapsed, U64)
+        try:
+            fields[f"{f}_per_s"], r = _per_s(getattr(a, f), getattr(b, f), elapsed, U64)
+        except _Out:
+            fields[f"{f}_per_s"], r = None, False
         reset |= r
     qa, qb = prev.queue_stats.get(b.name), cur.queue_stats.get(b.name)
     queues: tuple[QueueRates, ...] = ()
     if qa and qb:
         before = {(q.kind, q.index): q for q in qa.queues}
         queues = tuple(_one_queue(before.get((q.kind, q.index)), q, elapsed) for q in qb.queues)
-    return LinkRates(b.name, Presence.BOTH, queues=queues, reset=reset, **fields)
+    return LinkRates(b.name, Presence.BOTH, queues=queues, reset=reset, **fields)  # type: ignore[arg-type]
 
 
 def _one_queue(a: QueueCounters | None, b: QueueCounters, elapsed: float) -> QueueRates:
@@ -239,7 +325,7 @@ def _one_queue(a: QueueCounters | None, b: QueueCounters, elapsed: float) -> Que
         return QueueRates(b.kind, b.index)
 
     def r(x: int | None, y: int | None) -> float | None:
-        return None if x is None or y is None else _per_s(x, y, elapsed, U64)[0]
+        return None if x is None or y is None else _maybe_per_s(x, y, elapsed, U64)
 
     return QueueRates(b.kind, b.index, r(a.packets, b.packets), r(a.bytes, b.bytes))
 
@@ -256,11 +342,11 @@ def qdisc_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[str, tupl
                 continue
             rows.append(QdiscRates(
                 ifname, q.handle, q.parent, q.kind,
-                bytes_per_s=_per_s(a.bytes, q.bytes, elapsed, U64)[0],
-                packets_per_s=_per_s(a.packets, q.packets, elapsed, U32)[0],
-                drops_per_s=_per_s(a.drops, q.drops, elapsed, U32)[0],
-                overlimits_per_s=_per_s(a.overlimits, q.overlimits, elapsed, U32)[0],
-                requeues_per_s=_per_s(a.requeues, q.requeues, elapsed, U32)[0],
+                bytes_per_s=_maybe_per_s(a.bytes, q.bytes, elapsed, U64),
+                packets_per_s=_maybe_per_s(a.packets, q.packets, elapsed, U32),
+                drops_per_s=_maybe_per_s(a.drops, q.drops, elapsed, U32),
+                overlimits_per_s=_maybe_per_s(a.overlimits, q.overlimits, elapsed, U32),
+                requeues_per_s=_maybe_per_s(a.requeues, q.requeues, elapsed, U32),
             ))
         out[ifname] = tuple(rows)
     return out
@@ -269,14 +355,27 @@ def qdisc_rates(prev: Snapshot, cur: Snapshot, elapsed: float) -> dict[str, tupl
 def compute_rates(prev: Snapshot, cur: Snapshot) -> Rates:
     """All rates between two snapshots of the same host, from their real elapsed time."""
     elapsed = cur.t_mono - prev.t_mono
-    if elapsed <= 0:
+    if not (elapsed > 0 and math.isfinite(elapsed)):
         raise ValueError(f"snapshots are not in time order (elapsed {elapsed:.6f} s)")
+    problems: list[Problem] = []
     return Rates(
         t_wall=cur.t_wall,
         elapsed_s=elapsed,
-        cpus=cpu_rates(prev, cur, elapsed),
-        irqs=irq_rates(prev, cur, elapsed),
+        cpus=cpu_rates(prev, cur, elapsed, problems),
+        irqs=irq_rates(prev, cur, elapsed, problems),
         links=link_rates(prev, cur, elapsed),
         qdiscs=qdisc_rates(prev, cur, elapsed),
         sampler_cpu_pct=100.0 * cur.read_cpu_s / elapsed,
+        problems=_first(problems),
     )
+
+
+_MAX_PROBLEMS = 20  # a corrupt 256-CPU file would otherwise give hundreds of lines
+
+
+def _first(problems: list[Problem]) -> tuple[Problem, ...]:
+    seen = list(dict.fromkeys(problems))
+    if len(seen) <= _MAX_PROBLEMS:
+        return tuple(seen)
+    more = len(seen) - _MAX_PROBLEMS + 1
+    return (*seen[:_MAX_PROBLEMS - 1], Problem("rates", f"... and {more} more problems of the same kind"))

@@ -3,11 +3,14 @@
 Live sampling, the recorder and replay all append snapshots here and read rates from
 here, so every consumer sees the same figures. Events (a tuning change, an interface
 appearing) are stored with their wall time so charts can draw a marker at that moment.
+A Problem that a sample brings (a file that became unreadable or inconsistent, a
+counter that went backwards) is an event too, once, when it first appears.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import threading
 from dataclasses import dataclass
 from typing import Deque, Iterator
@@ -31,6 +34,9 @@ class Point:
     rates: Rates | None  # None for the first sample
 
 
+_NEW_PROBLEMS_PER_TICK = 5
+
+
 class Timeline:
     """Thread-safe bounded history; appended by one producer, read by many."""
 
@@ -38,14 +44,16 @@ class Timeline:
         self._points: Deque[Point] = collections.deque(maxlen=max_points)
         self._events: Deque[Event] = collections.deque(maxlen=10_000)
         self._lock = threading.Lock()
+        self._problems: frozenset[str] | None = None  # the last sample's, to see new ones
 
     def append(self, snap: Snapshot) -> Point:
         with self._lock:
             prev = self._points[-1].snapshot if self._points else None
         rates = None
-        if prev is not None and snap.t_mono > prev.t_mono:
+        if prev is not None and snap.t_mono > prev.t_mono and math.isfinite(snap.t_mono - prev.t_mono):
             rates = compute_rates(prev, snap)
             self._note_changes(prev, snap)
+        self._note_problems(snap, rates)
         point = Point(snap, rates)
         with self._lock:
             self._points.append(point)
@@ -69,6 +77,21 @@ class Timeline:
 
     def __iter__(self) -> Iterator[Point]:
         return iter(self.points())
+
+    def _note_problems(self, snap: Snapshot, rates: Rates | None) -> None:
+        """Problems not in the previous sample become events (at most a few per tick);
+        those of the first sample are where everything starts, not a change."""
+        msgs = [p.message for p in snap.problems]
+        if rates is not None:
+            msgs += [p.message for p in rates.problems]
+        before, self._problems = self._problems, frozenset(msgs)
+        if before is None:
+            return
+        new = [m for m in dict.fromkeys(msgs) if m not in before]
+        for m in new[:_NEW_PROBLEMS_PER_TICK]:
+            self.add_event(Event(snap.t_wall, "problem", m))
+        if len(new) > _NEW_PROBLEMS_PER_TICK:
+            self.add_event(Event(snap.t_wall, "problem", f"... and {len(new) - _NEW_PROBLEMS_PER_TICK} more new problems"))
 
     def _note_changes(self, prev: Snapshot, cur: Snapshot) -> None:
         """Things that appeared or vanished become events, so the charts mark them."""

@@ -18,6 +18,15 @@ from nettop.model.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIr
 SCHEMA = "nettop.snapshot/1"
 
 
+def _iso(t: float) -> str | None:
+    """UTC ISO time of a wall-clock stamp; None for one no calendar holds (a corrupt
+    recording), instead of an exception from datetime."""
+    try:
+        return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat()
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
 def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None else round(x, nd)
 
@@ -28,7 +37,7 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
         "schema": SCHEMA,
         "host": cur.host,
         "kernel": cur.kernel,
-        "time": _dt.datetime.fromtimestamp(cur.t_wall, _dt.timezone.utc).isoformat(),
+        "time": _iso(cur.t_wall),
         "interval_s": round(rates.elapsed_s, 6),
         "requested_interval_s": requested_interval,
         "online_cpus": list(cur.online_cpus),
@@ -49,6 +58,7 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
         "latency": {target: to_json(stats) for target, stats in cur.latency.items()},
         "ebpf": ebpf_json(cur.ebpf) if cur.ebpf is not None else None,
         "problems": [p.message for p in cur.problems]
+        + [p.message for p in rates.problems]
         + [f"ping {t}: {s.error}" for t, s in cur.latency.items() if s.error],
     }
     return doc

@@ -419,13 +419,26 @@ def _decompress(blob: bytes) -> tuple[int, bytes]:
     tag = blob[:1]
     try:
         if tag == bytes([ZLIB]):
-            return _VARINTS, zlib.decompress(blob[1:])
+            z = zlib.decompressobj()
+            raw = z.decompress(blob[1:], _MAX_RAW)
+            if not z.eof:
+                raise CodecError("compressed counters are damaged: truncated, or inflate beyond any sample")
+            return _VARINTS, raw
         if LZMA_FILTERS is not None and (tag == bytes([LZMA]) or tag in PLANE_TAGS):
             kind = _VARINTS if tag == bytes([LZMA]) else tag[0]
-            return kind, lzma.decompress(blob[1:], format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
+            x = lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
+            raw = x.decompress(blob[1:], _MAX_RAW)
+            if not x.eof:
+                raise CodecError("compressed counters are damaged: truncated, or inflate beyond any sample")
+            return kind, raw
     except (zlib.error, lzma.LZMAError if lzma else zlib.error) as exc:
         raise CodecError(f"compressed counters are damaged: {exc}") from None
     raise CodecError("counters use an unknown compression")
+
+
+# The most a sample's counters can take uncompressed (10 bytes per varint, 8 per plane
+# value): a damaged or hostile blob that inflates beyond it is refused, not held.
+_MAX_RAW = 10 * MAX_VALUES + 64
 
 
 def _varints(raw: bytes) -> list[int]:

@@ -348,7 +348,7 @@ class Reader:
         self.meta = dict(rows)
         try:
             version = int(self.meta.get("schema_version", "0"))
-        except ValueError:
+        except (ValueError, TypeError):
             version = 0
         if version < 1:
             raise RecordingError(f"{path}: not a nettop recording (no schema version)")
@@ -386,7 +386,7 @@ class Reader:
                 raise codec.CodecError(f"configuration {cid} fails its checksum")
             try:
                 parsed = json.loads(row[0])
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested beyond any snapshot
                 raise codec.CodecError(f"configuration {cid} is damaged") from None
             sk = (codec.Decoder(parsed), row[1])
             self._skeletons[cid] = sk
@@ -481,7 +481,13 @@ class Reader:
         except sqlite3.Error as exc:
             self._warn(f"{self.path}: events are damaged ({exc})")
             return []
-        return [Event(float(t), str(k), str(x)) for t, k, x in rows]
+        out = []
+        for t, k, x in rows:
+            try:
+                out.append(Event(float(t), str(k), str(x)))
+            except (TypeError, ValueError):
+                self._warn(f"{self.path}: an event has no usable time; skipped")
+        return out
 
     def position(self, t_wall: float) -> int:
         """Index position of the last sample at or before t_wall (0 if none)."""
