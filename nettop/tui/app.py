@@ -39,6 +39,7 @@ from nettop.tui.recording import RecordStatus
 from nettop.tui.replay_keys import ReplayKeysMixin
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.source import Source
+from nettop.tui.summary import SummaryView
 from nettop.tui.tables import BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
@@ -78,6 +79,8 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         Binding("minus", "interval(-1)", "faster", show=False, tooltip="shorter sampling interval"),
         Binding("i", "interfaces", "ifaces", tooltip="pick the interfaces shown in every panel"),
         Binding("z", "zoom", "zoom", tooltip="zoom the focused panel to the whole screen, again to go back"),
+        Binding("v", "view", "view", tooltip="summary (every figure group on one screen; the default below "
+                "120x34) or the full panels"),
         Binding("t", "next_theme", "theme", tooltip="next theme: dark, light, mono (high contrast)"),
         Binding("s", "sort", "sort", tooltip="sort queues by: queue, irq/s, rx pps, tx pps, CPU"),
         Binding("r", "reverse", "reverse", show=False, tooltip="reverse the queue sort order"),
@@ -108,6 +111,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         self.sort_reverse = False
         self.numa_only = False
         self.zoomed: str | None = None
+        self.view = "auto"  # "summary", "panels", or "auto": the summary on small terminals
         self.latest: Point | None = None
         self.frames = 0  # points drawn: tests check bursts collapse into one frame
         self._own_cpu: float | None = None
@@ -129,6 +133,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     def compose(self) -> ComposeResult:
         yield TextLine("nettop: waiting for the first sample", id="header")
         yield TextLine("", id="notice")
+        yield SummaryView(id="summary")
         with VerticalScroll(id="panels", can_focus=False):
             yield Panel("1 queues", QueueTable(id="queues-table"), id="queues")
             yield Panel("2 CPUs", CpuTable(id="cpus-table"), CpuHeatmap(id="cpus-heatmap"), id="cpus")
@@ -153,12 +158,49 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         if switch is not None:
             switch.changed = lambda: self.post_message(ProbesChanged())
         self.query_one("#queues-table").focus()
+        self._apply_layout()
         self.source.start(self._wake)
 
     def on_resize(self) -> None:
         diff = getattr(self._driver, "screen_diff", None)
         if diff is not None:
             diff.invalidate()
+        self._apply_layout()
+
+    # --- summary or panels ---------------------------------------------------------------
+
+    def wants_summary(self) -> bool:
+        """The summary below the wide and tall breakpoints (80x24 is an SSH session's
+        default), unless the operator chose with `v`."""
+        if self.view != "auto":
+            return self.view == "summary"
+        width, height = self.size
+        return width < self.HORIZONTAL_BREAKPOINTS[1][0] or height < self.VERTICAL_BREAKPOINTS[1][0]
+
+    def summary_shown(self) -> bool:
+        return self.query_one(SummaryView).display
+
+    def _apply_layout(self) -> None:
+        """Show the summary or the panels; a zoomed panel (1-6, z) replaces the summary."""
+        show = self.wants_summary() and self.zoomed is None
+        summary, panels = self.query_one(SummaryView), self.query_one("#panels")
+        if summary.display == show and panels.display != show:
+            return
+        summary.display, panels.display = show, not show
+        if not show:
+            self._chart_key, self._latency_events = None, -1  # charts were not drawn meanwhile
+            if self.focused is None:
+                self.query_one("#queues-table").focus()
+        self.redraw()
+
+    def action_view(self) -> None:
+        if self.summary_shown():
+            self.view = "panels"
+        else:
+            self.view = "summary"
+            if self.zoomed is not None:
+                self.action_zoom()
+        self._apply_layout()
 
     def on_unmount(self) -> None:
         self._stop_recording()
@@ -280,10 +322,12 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             self.query_one(f"#{self.zoomed}").remove_class("-zoom")
             panels.remove_class("-zoomed")
             self.zoomed = None
+            self._apply_layout()  # back to the summary where it was shown
             return
         self.zoomed = self.current_panel()
         self.query_one(f"#{self.zoomed}").add_class("-zoom")
         panels.add_class("-zoomed")
+        self._apply_layout()
 
     def action_panel(self, name: str) -> None:
         panel = self.query_one(f"#{name}", Panel)
@@ -295,6 +339,11 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             self.query_one(f"#{self.zoomed}").remove_class("-zoom")
             panel.add_class("-zoom")
             self.zoomed = name
+        elif self.zoomed is None and self.summary_shown():  # from the summary: the panel zoomed
+            self.zoomed = name
+            panel.add_class("-zoom")
+            self.query_one("#panels").add_class("-zoomed")
+            self._apply_layout()
         target = next((w for w in panel.query("*") if w.focusable and w.display), None)
         if target is not None:
             target.focus()

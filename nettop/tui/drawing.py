@@ -19,6 +19,7 @@ from nettop.tui import model, playback
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
 from nettop.tui.ebpf_panel import DropTable, HardirqTable, NapiTable, SoftirqTable, header_text
 from nettop.tui.recording import display_path
+from nettop.tui.summary import SummaryData, SummaryView, summary_lines
 from nettop.tui.tables import (
     BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
 )
@@ -66,8 +67,8 @@ class DrawingMixin(_AppBase):
 
     def selected_queue(self) -> Any:
         """The queue row under the queues table's cursor (None before the first sample)."""
-        if self.latest is None:
-            return None
+        if self.latest is None or self.query_one(SummaryView).display:
+            return None  # the summary has no cursor: tuning keys ask to pick a queue (1)
         table = self.query_one(QueueTable)
         keys = table.row_keys()
         if not keys:
@@ -82,6 +83,9 @@ class DrawingMixin(_AppBase):
         names = self.shown(point)
         self._draw_header(point)
         self._draw_notice(point)
+        if self.query_one(SummaryView).display:  # the panels are hidden: drawn when shown
+            self._draw_summary(point, names)
+            return
         self._draw_queues(point, names)
         self._draw_cpus(point, names)
         self._draw_throughput(point, names)
@@ -153,6 +157,24 @@ class DrawingMixin(_AppBase):
         notice.set(text)
         if not notice.display:
             notice.display = True
+
+    def _draw_summary(self, point: Point, names: list[str]) -> None:
+        points = self.source.timeline.points()[-max(model.IDLE_WINDOW, TREND_WIDTH + 2):]
+        routes = getattr(self.source, "route_ifindexes", None)
+        first = model.first_interfaces(point.snapshot, routes() if routes is not None else ())
+        order = model.summary_order(point.rates, names, first)
+        # what the operator picked with `i` stays on screen even when idle
+        idle = [] if self.picked is not None else model.idle_interfaces(points, order, keep=first)
+        links = point.snapshot.links
+        busy = [n for n in order if n not in idle]
+        lat_trend = {t: ys for t, (_, ys) in model.latency_series(points[-TREND_WIDTH:], 1e9).items()}
+        data = SummaryData(
+            ifaces=model.iface_summaries(points, busy, first, TREND_WIDTH + 2),
+            idle=[(n, links[n].operstate if n in links else "gone") for n in idle],
+            cpus=model.cpu_rows(point), latency=model.latency_rows(point.snapshot), latency_trend=lat_trend,
+            qdiscs=model.qdisc_summaries(point, busy), probing=bool(getattr(self.source, "prober", None)),
+        )
+        self.query_one(SummaryView).show(lambda width, height: summary_lines(data, width, height))
 
     def _draw_queues(self, point: Point, names: list[str]) -> None:
         table = self.query_one(QueueTable)
