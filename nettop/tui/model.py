@@ -472,9 +472,9 @@ def cpu_strip(rows: Sequence[CpuRow], cells: int) -> tuple[list[tuple[float | No
 
 
 def top_cpus(rows: Sequence[CpuRow], n: int) -> list[CpuRow]:
-    """The `n` CPUs spending the most time in softirq, hottest first (ties by CPU id)."""
+    """The `n` CPUs spending the most time in softirq, those dropping packets first."""
     return sorted((r for r in rows if r.softirq_pct is not None),
-                  key=lambda r: (-heat_level(r), -(r.softirq_pct or 0.0), r.cpu))[:n]
+                  key=lambda r: (not r.dropped_per_s, -(r.softirq_pct or 0.0), r.cpu))[:n]
 
 
 def qdisc_summaries(point: Point, names: Sequence[str]) -> list[QdiscSummary]:

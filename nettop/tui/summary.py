@@ -117,15 +117,11 @@ def iface_lines(rows: Sequence[IfaceSummary], idle: Sequence[tuple[str, str]], w
         if trend_w >= 5:
             line.append((fmt.sparkline(list(r.trend), trend_w), "trend"))
         out.append(tuple(line))
-    extra: list[str] = []
-    if hidden:
-        extra.append(f"+{len(hidden)} busy: " + " ".join(r.name for r in hidden))
-    if folded:
-        names = " ".join(n if s in ("up", "unknown") else f"{n}({s})" for n, s in folded)
-        extra.append(f"{len(folded)} idle: {names}")
-    if extra:
+    if hidden or folded:
+        counts = ", ".join(([f"+{len(hidden)} more"] if hidden else []) + ([f"{len(folded)} idle"] if folded else []))
+        names = [r.name for r in hidden] + [n if s in ("up", "unknown") else f"{n}({s})" for n, s in folded]
         hint = "  (i picks, 3 shows all)"
-        text = _fit(" " + " · ".join(extra), width - len(hint)) + hint
+        text = _fit(f" {counts}: " + " ".join(names), width - len(hint)) + hint
         out.append(((text, "muted"),))
     return out
 
@@ -160,17 +156,26 @@ def cpu_lines(rows: Sequence[CpuRow], width: int, two: bool) -> list[Line]:
     return out
 
 
+def _room(rows: Sequence[object], room: int) -> tuple[int, bool]:
+    """How many rows fit under a heading in `room` lines, and whether a "+N more" line
+    follows (with two lines: one row, the count going to the heading instead)."""
+    if len(rows) <= room - 1:
+        return len(rows), False
+    return max(1, room - 2), room >= 3
+
+
 def latency_lines(data: SummaryData, width: int, room: int) -> list[Line]:
     cols = f"{'p50 ms':>8}{'p99 ms':>8}{'loss %':>8}{'replies':>9}  trend "
     target_w = max(10, width - len(cols) - 1)
-    out = [_head(width, "4", "latency", cols, title_w=1 + target_w)]
+    n, more_line = _room(data.latency, room)
+    more = len(data.latency) - n
+    title = "latency" + (f" +{more}" if more and not more_line else "")
+    out = [_head(width, "4", title, cols, title_w=1 + target_w)]
     if not data.latency:
         text = "waiting for the first replies…" if data.probing else "no latency probe: run with --ping HOST"
         out.append(((" " + text, "muted"),))
         return out
-    rows = list(data.latency)
-    shown = rows[:room - 1] if len(rows) <= room - 1 else rows[:max(0, room - 2)]
-    for r in shown:
+    for r in data.latency[:n]:
         line: list[Run] = [(" " + _fit(r.target, target_w).ljust(target_w), "")]
         if r.error:
             line.append((" " + _fit(r.error, width - target_w - 2), "hot"))
@@ -182,22 +187,23 @@ def latency_lines(data: SummaryData, width: int, room: int) -> list[Line]:
                  (f"{f'{r.received}/{r.sent}':>9}", "muted"),
                  ("  " + fmt.sparkline(list(data.latency_trend.get(r.key, ())), 6), "trend")]
         out.append(tuple(line))
-    if len(shown) < len(rows):
-        out.append(((f" +{len(rows) - len(shown)} more targets (4 shows all)", "muted"),))
+    if more and more_line:
+        out.append(((f" +{more} more targets (4 shows all)", "muted"),))
     return out
 
 
 def qdisc_lines(rows: Sequence[QdiscSummary], width: int, room: int) -> list[Line]:
     cols = f"{'backlog':>12}{'drops':>8}{'drop/s':>8}{'requeues':>10} "
     label_w = max(10, width - len(cols) - 1)
-    out = [_head(width, "5", "qdisc", cols, title_w=1 + label_w)]
+    n, more_line = _room(rows, room)
+    more = len(rows) - n
+    out = [_head(width, "5", "qdisc" + (f" +{more}" if more and not more_line else ""), cols, title_w=1 + label_w)]
     if not rows:
         out.append(((" no queueing qdisc on the shown interfaces (noqueue)", "muted"),))
         return out
     # the troubled ones first: dropping now, then holding a backlog
     rows = sorted(rows, key=lambda q: (-(q.drops_per_s or 0.0), -q.backlog_packets))
-    shown = rows[:room - 1] if len(rows) <= room - 1 else rows[:max(0, room - 2)]
-    for q in shown:
+    for q in rows[:n]:
         out.append((
             (" " + _fit(f"{q.ifname} {q.kind}", label_w).ljust(label_w), ""),
             (f"{fmt.si(q.backlog_bytes, 'B') + '/' + str(q.backlog_packets) + 'p':>12}",
@@ -206,8 +212,8 @@ def qdisc_lines(rows: Sequence[QdiscSummary], width: int, room: int) -> list[Lin
             (f"{fmt.si(q.drops_per_s):>8}", _level(q.drops_per_s, 1e-9, 1e-9)),
             (f"{fmt.si(q.requeues):>10}", "muted"),
         ))
-    if len(shown) < len(rows):
-        out.append(((f" +{len(rows) - len(shown)} more (5 shows all)", "muted"),))
+    if more and more_line:
+        out.append(((f" +{more} more (5 shows all)", "muted"),))
     return out
 
 
@@ -215,19 +221,23 @@ def summary_lines(data: SummaryData, width: int, height: int) -> list[Line]:
     """The whole summary in at most `height` lines of at most `width` columns: the CPU,
     latency and qdisc sections take what they need (a few lines each), the interfaces
     the rest; what does not fit is counted on a line of its own."""
-    lat_room = 1 + max(1, min(len(data.latency), MAX_TARGETS) + (len(data.latency) > MAX_TARGETS))
-    qd_room = 1 + max(1, min(len(data.qdiscs), MAX_QDISCS) + (len(data.qdiscs) > MAX_QDISCS))
-    cpu_room = 3
-    if_room = height - lat_room - qd_room - cpu_room
-    if if_room < 3:  # a very short terminal: the CPUs on one line, fewer targets and qdiscs
-        cpu_room, lat_room, qd_room = 2, min(lat_room, 2), min(qd_room, 2)
-        if_room = max(2, height - lat_room - qd_room - cpu_room)
-    want_if = 1 + len(data.ifaces) + (1 if data.idle else 0)
-    spare = max(0, if_room - want_if)
-    lines = iface_lines(data.ifaces, data.idle, width, min(if_room, want_if))
+    def full(n: int, most: int) -> int:  # heading + rows + "+N more"
+        return 1 + max(1, min(n, most) + (n > most))
+
+    # every section keeps its heading and one line; then the interfaces get what they
+    # need, then the CPUs' second line, the latency targets, the qdiscs
+    rem = height - 6
+    if_room = max(2, min(1 + len(data.ifaces) + (1 if data.idle else 0), rem))
+    rem -= if_room
+    cpu_room = 2 + (rem > 0)
+    rem -= cpu_room - 2
+    lat_room = 2 + max(0, min(full(len(data.latency), MAX_TARGETS) - 2, rem))
+    rem -= lat_room - 2
+    qd_room = 2 + max(0, min(full(len(data.qdiscs), MAX_QDISCS) - 2, rem))
+    lines = iface_lines(data.ifaces, data.idle, width, if_room)
     lines += cpu_lines(data.cpus, width, two=cpu_room >= 3)
-    lines += latency_lines(data, width, lat_room + spare // 2)
-    lines += qdisc_lines(data.qdiscs, width, qd_room + spare - spare // 2)
+    lines += latency_lines(data, width, lat_room)
+    lines += qdisc_lines(data.qdiscs, width, qd_room)
     return lines[:height]
 
 
