@@ -13,7 +13,9 @@ at a fixed per-second rate, 32-bit counters wrapping as they do in the kernel.
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -26,8 +28,12 @@ LINK_RX_PKTS_RATE = 850_000
 
 
 def _w(path: Path, text: str) -> None:
+    """Write a whole file at once (a new file renamed over the old): a reader of a tree
+    that `advance` rewrites each second never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    tmp = path.with_name(f".{path.name}.new")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _link(path: Path, target: str) -> None:
@@ -196,6 +202,18 @@ def _netdev(dest: Path, d: Path, name: str, ifindex: int, queues: int, cpus: int
             _w(bql / f, f"{v}\n")
 
 
+def advance(dest: Path, every: float = 1.0, ticks: int | None = None, **kw: object) -> None:
+    """Rewrite the tree's counters in place every `every` seconds, step 1, 2, 3...: a live
+    host for `nettop --root DEST`, whose rates and heatmap change each tick."""
+    step = 0
+    next_t = time.monotonic()
+    while ticks is None or step < ticks:
+        step += 1
+        generate_tree(dest, step=step, **kw)  # type: ignore[arg-type]
+        next_t += every
+        time.sleep(max(0.0, next_t - time.monotonic()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dest", type=Path)
@@ -205,8 +223,12 @@ def main() -> None:
     ap.add_argument("--offline", type=lambda s: [int(x) for x in s.split(",") if x], default=[])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--step", type=int, default=0)
+    ap.add_argument("--advance", type=float, metavar="SECONDS",
+                    help="keep running: advance every counter each SECONDS (atomic rewrites), until killed")
     a = ap.parse_args()
     generate_tree(a.dest, a.cpus, a.irqs, a.queues, a.offline, a.seed, a.step)
+    if a.advance:
+        advance(a.dest, a.advance, cpus=a.cpus, irqs=a.irqs, queues=a.queues, offline=a.offline, seed=a.seed)
 
 
 if __name__ == "__main__":
