@@ -128,9 +128,9 @@ async def test_at_80x24_the_summary_is_the_screen_and_the_panels_are_one_key_awa
     app = NettopApp(src)
     ctx, pilot = await drawn(app, src)
     try:
-        summary = app.query_one(SummaryView)
+        summary = app.query_one("#summary")
         assert summary.display and not app.query_one("#panels").display
-        text = "\n".join(summary.text_lines())
+        text = "\n".join(app.query_one(SummaryView).text_lines())
         assert "eth0 ●" in text and "198.18.0.2" in text and "▕" in text
         await pilot.press("3")
         assert not summary.display and app.zoomed == "throughput"
@@ -153,9 +153,10 @@ async def test_at_120x40_the_full_panels_stay_and_v_shows_the_summary():
     app = NettopApp(src)
     ctx, pilot = await drawn(app, src, size=(120, 40))
     try:
-        assert not app.query_one(SummaryView).display and app.query_one("#queues").region.height > 5
+        assert not app.query_one("#summary").display and app.query_one("#queues").region.height > 5
         await pilot.press("v")
-        assert app.query_one(SummaryView).display
+        await pilot.pause()
+        assert app.query_one("#summary").display
         assert app.query_one(SummaryView).text_lines()[0].startswith(" 3 interfaces")
     finally:
         await ctx.__aexit__(None, None, None)
@@ -177,6 +178,31 @@ async def test_the_default_route_interface_leads_and_picked_idle_links_unfold():
         await ctx.__aexit__(None, None, None)
 
 
+async def test_spare_lines_hold_a_throughput_chart_of_the_busiest_interfaces():
+    from nettop.tui.charts import ThroughputChart
+
+    src = ScriptedSource()
+    app = NettopApp(src)
+    ctx, pilot = await drawn(app, src, ticks=30)
+    try:
+        chart = app.query_one("#summary-chart", ThroughputChart)
+        assert chart.display and chart.region.height >= 6
+        legend = chart.text_lines()[0]
+        point = app.latest
+        busiest = model.busiest(point.rates, model.shown_interfaces(point.snapshot, None), 2)
+        assert all(f"━━ {n} " in legend for n in busiest), (busiest, legend)
+        assert app.query_one(SummaryView).region.height == len(app.query_one(SummaryView).text_lines())
+    finally:
+        await ctx.__aexit__(None, None, None)
+    src = ScriptedSource()
+    app = NettopApp(src)
+    ctx, pilot = await drawn(app, src, ticks=4, size=(80, 18))  # no room for it: no chart
+    try:
+        assert not app.query_one("#summary-chart").display
+    finally:
+        await ctx.__aexit__(None, None, None)
+
+
 async def test_a_quiet_tick_rewrites_no_summary_line():
     src = ScriptedSource()
     app = NettopApp(src)
@@ -192,6 +218,7 @@ async def test_a_quiet_tick_rewrites_no_summary_line():
 
         view.refresh = spy  # type: ignore[method-assign]
         app.redraw()  # the same point again
+        await pilot.pause()
         assert refreshed == []
         src.push(synthetic(12, **LAB))
         await pilot.pause()

@@ -65,8 +65,16 @@ def cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
     return ",".join(f"{(bits >> (32 * g)) & 0xFFFFFFFF:08x}" for g in reversed(range(groups)))
 
 
+def _wave_ticks(step: int, cpu: int) -> int:
+    """Softirq ticks of `cpu` over its first `step` seconds when the load moves: 5-45 of
+    each 100, a different amount each second and on each CPU (so a heatmap changes)."""
+    return sum(5 + ((k * 7 + cpu * 3) % 9) * 5 for k in range(1, step + 1))
+
+
 def generate_tree(dest: Path, cpus: int = 256, irqs: int = 4096, queues: int = 64,
-                  offline: Iterable[int] = (), seed: int = 0, step: int = 0) -> Path:
+                  offline: Iterable[int] = (), seed: int = 0, step: int = 0, wave: bool = False) -> Path:
+    """The tree at second `step`; with `wave`, each CPU's softirq share changes every
+    second (else a steady 15 %)."""
     dest = Path(dest)
     rnd = random.Random(seed)
     off = set(offline)
@@ -116,8 +124,9 @@ def generate_tree(dest: Path, cpus: int = 256, irqs: int = 4096, queues: int = 6
     st = []
     for c in online:
         b = 100_000 + c
-        st.append(f"cpu{c} {b} 0 {b + 10 * step} {b * 7 + 70 * step} 10 {b // 20 + 5 * step} "
-                  f"{b // 7 + 15 * step} 0 0 0")
+        soft = _wave_ticks(step, c) if wave else 15 * step
+        st.append(f"cpu{c} {b} 0 {b + 10 * step} {b * 7 + 85 * step - soft} 10 {b // 20 + 5 * step} "
+                  f"{b // 7 + soft} 0 0 0")
     tot = [sum(int(x.split()[i]) for x in st) for i in range(1, 11)]
     intr = " ".join(str(rnd.randrange(1 << 30)) for _ in range(irq_numbers[-1] + 1))
     _w(dest / "proc/stat", "cpu  " + " ".join(map(str, tot)) + "\n" + "\n".join(st)
@@ -204,12 +213,13 @@ def _netdev(dest: Path, d: Path, name: str, ifindex: int, queues: int, cpus: int
 
 def advance(dest: Path, every: float = 1.0, ticks: int | None = None, **kw: object) -> None:
     """Rewrite the tree's counters in place every `every` seconds, step 1, 2, 3...: a live
-    host for `nettop --root DEST`, whose rates and heatmap change each tick."""
+    host for `nettop --root DEST`, whose rates and heatmap (softirq share per CPU, `wave`)
+    change each tick."""
     step = 0
     next_t = time.monotonic()
     while ticks is None or step < ticks:
         step += 1
-        generate_tree(dest, step=step, **kw)  # type: ignore[arg-type]
+        generate_tree(dest, step=step, wave=True, **kw)  # type: ignore[arg-type]
         next_t += every
         time.sleep(max(0.0, next_t - time.monotonic()))
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Iterable
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -119,6 +119,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         self._chart_t: float | None = None
         self._latency_events = -1
         self._latency_t: float | None = None
+        self._summary_chart: tuple[tuple, float] | None = None
         self._drawn_timeline: object = None  # a replay seek replaces the source's Timeline
         self.replaying = source.mode == "replay"
         self.seeking = 0  # replay moves under way on the worker
@@ -133,7 +134,9 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     def compose(self) -> ComposeResult:
         yield TextLine("nettop: waiting for the first sample", id="header")
         yield TextLine("", id="notice")
-        yield SummaryView(id="summary")
+        with Vertical(id="summary"):
+            yield SummaryView(id="summary-lines")
+            yield ThroughputChart(id="summary-chart")
         with VerticalScroll(id="panels", can_focus=False):
             yield Panel("1 queues", QueueTable(id="queues-table"), id="queues")
             yield Panel("2 CPUs", CpuTable(id="cpus-table"), CpuHeatmap(id="cpus-heatmap"), id="cpus")
@@ -166,6 +169,8 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         if diff is not None:
             diff.invalidate()
         self._apply_layout()
+        if self.summary_shown():  # its lines are laid out for the size: once the size is known
+            self.call_after_refresh(self.redraw)
 
     # --- summary or panels ---------------------------------------------------------------
 
@@ -178,12 +183,12 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         return width < self.HORIZONTAL_BREAKPOINTS[1][0] or height < self.VERTICAL_BREAKPOINTS[1][0]
 
     def summary_shown(self) -> bool:
-        return self.query_one(SummaryView).display
+        return self.query_one("#summary").display
 
     def _apply_layout(self) -> None:
         """Show the summary or the panels; a zoomed panel (1-6, z) replaces the summary."""
         show = self.wants_summary() and self.zoomed is None
-        summary, panels = self.query_one(SummaryView), self.query_one("#panels")
+        summary, panels = self.query_one("#summary"), self.query_one("#panels")
         if summary.display == show and panels.display != show:
             return
         summary.display, panels.display = show, not show
@@ -191,7 +196,9 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             self._chart_key, self._latency_events = None, -1  # charts were not drawn meanwhile
             if self.focused is None:
                 self.query_one("#queues-table").focus()
-        self.redraw()
+            self.redraw()
+        else:  # the summary lays its lines out for its size, known after the next refresh
+            self.call_after_refresh(self.redraw)
 
     def action_view(self) -> None:
         if self.summary_shown():

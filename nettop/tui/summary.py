@@ -9,13 +9,14 @@ drops. Each section's heading carries the number of the full panel behind it (1-
 
 `summary_lines` turns the pure rows of `nettop.tui.model` into text lines for a given
 size (no Textual, so tests read them as plain text); `SummaryView` draws them with the
-line API and refreshes only the lines whose text changed, like the tables.
+line API and refreshes only the lines whose text changed, like the tables. Lines left
+over on a tall-enough terminal hold a throughput chart of the busiest interfaces.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -34,6 +35,8 @@ HEAT_FULL_PCT = 50.0  # softirq % drawn as a full block: half the CPU in softirq
 TOP_N = 4
 MAX_TARGETS = 3
 MAX_QDISCS = 3
+CHART_MIN_LINES = 6  # spare lines below the figures that are worth a throughput chart
+CHART_LINES = 2  # interfaces plotted there: the busiest (the table above has them all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,13 +249,12 @@ def line_text(line: Line) -> str:
 
 
 class SummaryView(Widget):
-    """Draws `summary_lines`; only lines whose text or colours changed are refreshed."""
+    """Draws summary lines; only lines whose text or colours changed are refreshed."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"summary--{r}" for r in ROLES}
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
-        self._build: Callable[[int, int], list[Line]] | None = None
         self._lines: list[Line] = []
         self._strips: dict[int, Strip] = {}
         self._styles: dict[str, Style] = {}
@@ -266,31 +268,23 @@ class SummaryView(Widget):
         self.refresh()
 
     def on_resize(self) -> None:
-        self._paint(full=True)
+        self._strips.clear()
+        self.refresh()
 
-    def show(self, build: Callable[[int, int], list[Line]]) -> None:
-        """`build(width, height)` gives the lines; kept so a resize can lay them out again."""
-        self._build = build
-        self._paint()
+    def show(self, lines: list[Line]) -> None:
+        old, self._lines = self._lines, lines
+        if len(old) != len(lines):
+            self._strips.clear()
+            self.refresh()
+            return
+        for y, (a, b) in enumerate(zip(old, lines)):
+            if a != b:
+                self._strips.pop(y, None)
+                self.refresh(Region(0, y, self.size.width, 1))
 
     def text_lines(self) -> list[str]:
         """The summary as plain text (what tests read)."""
         return [line_text(line) for line in self._lines]
-
-    def _paint(self, full: bool = False) -> None:
-        width, height = self.size
-        if self._build is None or width <= 0 or height <= 0:
-            return
-        new = self._build(width, height)
-        old, self._lines = self._lines, new
-        if full or len(old) != len(new):
-            self._strips.clear()
-            self.refresh()
-            return
-        for y, (a, b) in enumerate(zip(old, new)):
-            if a != b:
-                self._strips.pop(y, None)
-                self.refresh(Region(0, y, width, 1))
 
     def _style(self, role: str) -> Style:
         style = self._styles.get(role)
