@@ -3,8 +3,10 @@
 The app is handed a `Source` and never reads the kernel: the source's thread puts each
 new point in a mailbox and wakes the app with one message; the handler takes the newest
 point and updates every panel inside one batch. Tables change only the cells whose
-text changed; charts are redrawn only when a point arrives. Layout is CSS: a scrollable
-stack of panels on small terminals, a grid on large ones, one panel when zoomed.
+text changed; charts are redrawn only when a point arrives. Below 120x34 (an SSH
+session's 80x24) the screen is the summary (`summary.py`), every figure group at once,
+and a panel key opens that panel zoomed; on larger terminals the panels are a grid (`v`
+switches); one panel when zoomed. Hidden panels are not drawn.
 
 A replay source adds its keys (step, events, speed, go to a time); moves that rebuild
 the chart history run on a worker thread so the screen never freezes. A live source
