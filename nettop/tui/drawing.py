@@ -258,7 +258,7 @@ class DrawingMixin(_AppBase):
         table = self.query_one(IfaceTable)
         table.widen("if", label_width(names, 10))
         table.sync(rows)
-        chart = self.query_one(ThroughputChart)
+        chart = self.query_one("#throughput-chart", ThroughputChart)
         events = self.source.timeline.events()
         plotted = model.busiest(rates, names, CHART_LINES_MAX)
         key = (tuple(plotted), len(events))

@@ -427,7 +427,7 @@ def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequen
             pps = lr.rx_packets_per_s + lr.tx_packets_per_s
         if lr is not None and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
             drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
-        q = hot.get(name)
+        hq = hot.get(name)
         trend = []
         for r in recent:
             tl = r.links.get(name)
@@ -438,8 +438,8 @@ def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequen
             rx_bits=8 * lr.rx_bytes_per_s if lr and lr.rx_bytes_per_s is not None else None,
             tx_bits=8 * lr.tx_bytes_per_s if lr and lr.tx_bytes_per_s is not None else None,
             packets_per_s=pps, drops_per_s=drops,
-            hot_queue=f"{q.kind}-{q.index}" if q else None, hot_rate=q.activity if q else None,
-            hot_unit="irq/s" if q and q.irqs else "pkt/s", hot_cpus=_queue_cpus(q) if q else None,
+            hot_queue=f"{hq.kind}-{hq.index}" if hq else None, hot_rate=hq.activity if hq else None,
+            hot_unit="irq/s" if hq and hq.irqs else "pkt/s", hot_cpus=_queue_cpus(hq) if hq else None,
             trend=tuple(trend),
         ))
     return out

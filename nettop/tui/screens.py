@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -69,14 +70,14 @@ class HelpScreen(ModalScreen[None]):
             grid.add_column(style="bold", max_width=KEYS_MAX)  # "up / down / pgup / pgdn" wraps too
             grid.add_column(ratio=1, overflow="fold")
             for keys, desc in self._rows:
-                grid.add_row(keys, desc)
+                grid.add_row(Text(keys), Text(desc))  # Text: no markup ([children=KIND] is text)
             yield Static(grid, id="help-keys")
             legend = Table.grid(padding=(0, 1))
             legend.add_column(no_wrap=True)
             legend.add_column(ratio=1, overflow="fold")
             for line in LEGEND:
                 term, _, meaning = line.partition(": ")
-                legend.add_row(term + ":", meaning)
+                legend.add_row(Text(term + ":"), Text(meaning))
             yield Static(legend, id="help-legend")
             yield Static("escape or ? closes this help", id="help-close")
 

@@ -16,7 +16,7 @@ over on a tall-enough terminal hold a throughput chart of the busiest interfaces
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -47,7 +47,7 @@ class SummaryData:
     idle: Sequence[tuple[str, str]]  # (name, operstate) folded into one line
     cpus: Sequence[CpuRow]
     latency: Sequence[LatencyRow]
-    latency_trend: dict[str, Sequence[float]]  # avg RTT per target, oldest first
+    latency_trend: Mapping[str, Sequence[float]]  # avg RTT per target, oldest first
     qdiscs: Sequence[QdiscSummary]
     probing: bool  # a latency probe runs (targets may not have answered yet)
 
