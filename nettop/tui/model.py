@@ -330,7 +330,7 @@ class IfaceSummary:
     tx_bits: float | None
     packets_per_s: float | None  # rx + tx
     drops_per_s: float | None  # rx + tx dropped
-    hot_queue: str | None  # "rx-3", the queue with the most IRQs/s (else packets/s)
+    hot_queue: str | None  # "rx-3" (or "q12" for combined-12): most IRQs/s (else packets/s)
     hot_rate: float | None
     hot_unit: str  # "irq/s" or "pkt/s"
     hot_cpus: str | None  # the CPUs that serve it: effective IRQ affinity, else RPS/XPS
@@ -438,7 +438,7 @@ def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequen
             rx_bits=8 * lr.rx_bytes_per_s if lr and lr.rx_bytes_per_s is not None else None,
             tx_bits=8 * lr.tx_bytes_per_s if lr and lr.tx_bytes_per_s is not None else None,
             packets_per_s=pps, drops_per_s=drops,
-            hot_queue=f"{hq.kind}-{hq.index}" if hq else None, hot_rate=hq.activity if hq else None,
+            hot_queue=(f"q{hq.index}" if hq.kind == "combined" else f"{hq.kind}-{hq.index}") if hq else None, hot_rate=hq.activity if hq else None,
             hot_unit="irq/s" if hq and hq.irqs else "pkt/s", hot_cpus=_queue_cpus(hq) if hq else None,
             trend=tuple(trend),
         ))
