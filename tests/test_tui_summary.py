@@ -162,6 +162,22 @@ async def test_at_120x40_the_full_panels_stay_and_v_shows_the_summary():
         await ctx.__aexit__(None, None, None)
 
 
+async def test_resizing_the_terminal_switches_between_summary_and_panels():
+    src = ScriptedSource()
+    app = NettopApp(src)
+    ctx, pilot = await drawn(app, src, size=(120, 40), ticks=4)
+    try:
+        assert not app.summary_shown()
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        assert app.summary_shown() and app.query_one(SummaryView).text_lines()[1].startswith(" eth0 ●")
+        await pilot.resize_terminal(130, 40)
+        await pilot.pause(0.2)
+        assert not app.summary_shown() and app.query_one("#queues").region.height > 5
+    finally:
+        await ctx.__aexit__(None, None, None)
+
+
 async def test_the_default_route_interface_leads_and_picked_idle_links_unfold():
     src = ScriptedSource(routes=(9,))  # veth2's ifindex in the synthetic host
     app = NettopApp(src)

@@ -23,10 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -41,7 +42,7 @@ from nettop.tui.recording import RecordStatus
 from nettop.tui.replay_keys import ReplayKeysMixin
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.source import Source
-from nettop.tui.summary import SummaryView
+from nettop.tui.summary import SummaryBox, SummaryView
 from nettop.tui.tables import BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
@@ -136,7 +137,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     def compose(self) -> ComposeResult:
         yield TextLine("nettop: waiting for the first sample", id="header")
         yield TextLine("", id="notice")
-        with Vertical(id="summary"):
+        with SummaryBox(id="summary"):
             yield SummaryView(id="summary-lines")
             yield ThroughputChart(id="summary-chart")
         with VerticalScroll(id="panels", can_focus=False):
@@ -166,30 +167,33 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         self._apply_layout()
         self.source.start(self._wake)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         diff = getattr(self._driver, "screen_diff", None)
         if diff is not None:
             diff.invalidate()
-        self._apply_layout()
-        if self.summary_shown():  # its lines are laid out for the size: once the size is known
-            self.call_after_refresh(self.redraw)
+        self._apply_layout(event.size)
+
+    @on(SummaryBox.Resized)
+    def _on_summary_resized(self) -> None:
+        self.redraw()  # the summary's lines are laid out for its size
 
     # --- summary or panels ---------------------------------------------------------------
 
-    def wants_summary(self) -> bool:
+    def wants_summary(self, size: Size | None = None) -> bool:
         """The summary below the wide and tall breakpoints (80x24 is an SSH session's
-        default), unless the operator chose with `v`."""
+        default), unless the operator chose with `v`. `size`: the terminal's new size
+        while a resize is being handled (the app's own is updated after)."""
         if self.view != "auto":
             return self.view == "summary"
-        width, height = self.size
+        width, height = size or self.size
         return width < self.HORIZONTAL_BREAKPOINTS[1][0] or height < self.VERTICAL_BREAKPOINTS[1][0]
 
     def summary_shown(self) -> bool:
         return self.query_one("#summary").display
 
-    def _apply_layout(self) -> None:
+    def _apply_layout(self, size: Size | None = None) -> None:
         """Show the summary or the panels; a zoomed panel (1-6, z) replaces the summary."""
-        show = self.wants_summary() and self.zoomed is None
+        show = self.wants_summary(size) and self.zoomed is None
         summary, panels = self.query_one("#summary"), self.query_one("#panels")
         if summary.display == show and panels.display != show:
             return
@@ -199,8 +203,8 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             if self.focused is None:
                 self.query_one("#queues-table").focus()
             self.redraw()
-        else:  # the summary lays its lines out for its size, known after the next refresh
-            self.call_after_refresh(self.redraw)
+        else:  # drawn when the box has its size (SummaryBox.Resized) or now if it has one
+            self.redraw()
 
     def action_view(self) -> None:
         if self.summary_shown():

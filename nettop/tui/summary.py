@@ -20,7 +20,9 @@ from typing import ClassVar, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.containers import Vertical
 from textual.geometry import Region
+from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -246,6 +248,17 @@ def summary_lines(data: SummaryData, width: int, height: int) -> list[Line]:
 
 def line_text(line: Line) -> str:
     return "".join(t for t, _ in line)
+
+
+class SummaryBox(Vertical):
+    """Holds the summary lines and the chart under them; tells the app when its size
+    changed, since the lines are laid out for the size (a resize, the notice appearing)."""
+
+    class Resized(Message):
+        pass
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
 
 
 class SummaryView(Widget):
