@@ -1,12 +1,26 @@
-"""What the live screen costs: nettop's full-screen app next to htop, same terminal, same rate.
+"""What the live screen costs: nettop next to its peers, same terminal, same rate, one run.
 
 Each program runs alone in a pseudo-terminal of 120x40 with TERM=xterm-256color, refreshing
-once per second (`nettop -i 1`, `htop -d 10`), for --seconds (default 60) after a warm-up
-that is not counted (start-up imports are a one-off). We print the CPU % each process
-used (user + system of the process and its children, over wall time) and the bytes per
-second it wrote to the terminal. Target: nettop <= htop on both.
+once per second (`nettop -i 1`, `htop -d 10`, `glances -t 1`, bpytop and btop with
+update_ms=1000 in a config of their own), for --seconds (default 60) after a warm-up that
+is not counted (start-up imports are a one-off). We print the CPU % each process used
+(user + system of the process and its children, over wall time) and the bytes per second
+it wrote to the terminal; then nettop at 80x24 (the summary), and nettop on a generated
+256-CPU / 4096-IRQ tree whose counters `tests/treegen.py --advance 1` rewrites every
+second (so rates and the heatmap change each tick; the generator is not counted).
+
+Targets: nettop's CPU <= 1/2 of glances' and <= 2x a Textual app that updates one label;
+its bytes/s <= htop's; on the 256-CPU tree <= 3 % of one CPU.
+
+The peers: htop and btop from Debian (`apt-get install htop btop`); glances and bpytop
+from PyPI into a venv of their own, so nettop's venv stays as CI builds it:
+
+    python3 -m venv benchmarks/.peers && benchmarks/.peers/bin/pip install glances bpytop
+    (or: .venv/bin/python benchmarks/tui_cost.py --setup-peers)
 
     sudo .venv/bin/python benchmarks/tui_cost.py [--seconds 60] [--warmup 5]
+
+A peer that is not installed is skipped with the line that installs it.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import threading
 import time
@@ -28,6 +43,8 @@ from pathlib import Path
 import psutil
 
 COLS, ROWS = 120, 40
+HERE = Path(__file__).resolve().parent
+PEERS_VENV = HERE / ".peers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +93,13 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return total
 
 
-def measure(name: str, argv: list[str], seconds: float, warmup: float) -> Cost:
+def measure(name: str, argv: list[str], seconds: float, warmup: float, size: tuple[int, int] = (COLS, ROWS),
+            env_extra: dict[str, str] | None = None) -> Cost:
+    cols, rows = size
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLS), "LINES": str(ROWS)}
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows),
+           "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **(env_extra or {})}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
                             start_new_session=True, close_fds=True)
@@ -125,34 +145,112 @@ def sampler_share(reads: int = 10) -> float | None:
     return 1000 * costs[len(costs) // 2]
 
 
+def peer_home(tmp: Path) -> dict[str, str]:
+    """A HOME whose bpytop and btop configs refresh once per second (their defaults are
+    2 s), so every program draws at the same rate; the real ~/.config is not touched."""
+    conf = tmp / ".config"
+    (conf / "bpytop").mkdir(parents=True, exist_ok=True)
+    (conf / "bpytop" / "bpytop.conf").write_text("update_ms=1000\nshow_init=False\n")
+    (conf / "btop").mkdir(parents=True, exist_ok=True)
+    (conf / "btop" / "btop.conf").write_text("update_ms = 1000\n")
+    return {"HOME": str(tmp), "XDG_CONFIG_HOME": str(conf)}
+
+
+def peers(home: dict[str, str]) -> list[tuple[str, list[str] | str, dict[str, str]]]:
+    """(name, argv or the reason it is missing, environment) of each peer."""
+    out: list[tuple[str, list[str] | str, dict[str, str]]] = []
+    htop = shutil.which("htop")
+    out.append(("htop", [htop, "-d", "10"] if htop else "apt-get install htop", {}))
+    glances = PEERS_VENV / "bin" / "glances"
+    out.append(("glances", [str(glances), "-t", "1", "--disable-check-update"] if glances.exists()
+                else f"{PEERS_VENV}/bin/pip install glances (see --setup-peers)", home))
+    bpytop = PEERS_VENV / "bin" / "bpytop"
+    out.append(("bpytop", [str(bpytop)] if bpytop.exists()
+                else f"{PEERS_VENV}/bin/pip install bpytop (see --setup-peers)", home))
+    btop = shutil.which("btop")
+    out.append(("btop", [btop, "--utf-force"] if btop else "apt-get install btop", home))
+    return out
+
+
+def setup_peers() -> None:
+    subprocess.run(["python3", "-m", "venv", str(PEERS_VENV)], check=True)
+    subprocess.run([str(PEERS_VENV / "bin" / "pip"), "install", "glances", "bpytop"], check=True)
+
+
+def tree_run(nettop: list[str], seconds: float, warmup: float) -> Cost:
+    """nettop on a generated 256-CPU tree that advances every second."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from treegen import generate_tree
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / "host256"
+        generate_tree(dest, cpus=256, irqs=4096, queues=64)
+        gen = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "treegen.py"), str(dest),
+                                "--cpus", "256", "--irqs", "4096", "--queues", "64", "--advance", "1"])
+        try:
+            return measure("nettop 256-CPU tree", [*nettop, "--root", str(dest)], seconds, warmup)
+        finally:
+            gen.terminate()
+            gen.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--setup-peers", action="store_true", help=f"make {PEERS_VENV} with glances and bpytop, then run")
+    ap.add_argument("--no-tree", action="store_true", help="skip the 256-CPU tree run")
     args = ap.parse_args(argv)
+    if args.setup_peers:
+        setup_peers()
     venv_nettop = Path(sys.executable).with_name("nettop")
     nettop = [str(venv_nettop), "-i", "1"] if venv_nettop.exists() else [sys.executable, "-m", "nettop.cli", "-i", "1"]
-    htop = shutil.which("htop")
-    if htop is None:
-        raise SystemExit("htop is not installed (apt-get install htop)")
-    results = [measure("nettop", nettop, args.seconds, args.warmup),
-               measure("htop", [htop, "-d", "10"], args.seconds, args.warmup)]
-    floor = measure("textual", [sys.executable, str(Path(__file__).with_name("textual_floor.py"))],
-                    args.seconds, args.warmup)
+    results: dict[str, Cost] = {}
+    missing: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        home = peer_home(Path(tmp))
+        results["nettop"] = measure("nettop", nettop, args.seconds, args.warmup)
+        for name, cmd, env in peers(home):
+            if isinstance(cmd, str):
+                missing.append(f"{name}: not installed ({cmd})")
+                continue
+            results[name] = measure(name, cmd, args.seconds, args.warmup, env_extra=env)
+        results["textual"] = measure("textual", [sys.executable, str(HERE / "textual_floor.py")],
+                                     args.seconds, args.warmup)
+        results["nettop 80x24"] = measure("nettop 80x24", nettop, args.seconds, args.warmup, size=(80, 24))
+    if not args.no_tree:
+        results["tree"] = tree_run(nettop, args.seconds, args.warmup)
     print(f"terminal {COLS}x{ROWS}, refresh 1 Hz, {args.seconds:g} s measured after {args.warmup:g} s warm-up, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'program':<8} {'CPU %':>7} {'bytes/s':>9}")
-    for r in results:
-        print(f"{r.name:<8} {r.cpu_pct:>7.2f} {r.bytes_per_s:>9.0f}")
-    print(f"{floor.name:<8} {floor.cpu_pct:>7.2f} {floor.bytes_per_s:>9.0f}   "
-          "(reference: a Textual app that only updates one label per second)")
+    notes = {"textual": "a Textual app updating one label per second (the framework's floor)",
+             "nettop 80x24": "the summary screen, 80x24 pty",
+             "tree": "generated 256 CPUs / 4096 IRQs / 64 queues, counters advancing each second"}
+    print("| program | CPU % | bytes/s | note |")
+    print("|---|---|---|---|")
+    for key, r in results.items():
+        print(f"| {r.name} | {r.cpu_pct:.2f} | {r.bytes_per_s:.0f} | {notes.get(key, '')} |")
+    for line in missing:
+        print(f"skipped {line}")
     ms = sampler_share()
     if ms is not None:
         print(f"of nettop's CPU, sampling alone (HostReader.read, median of 10) is {ms:.2f} ms per tick "
               f"= {ms / 10:.2f} % at 1 Hz; the rest is rates, drawing and Textual")
-    n, h = results
-    verdict = "ok" if n.cpu_pct <= h.cpu_pct and n.bytes_per_s <= h.bytes_per_s else "OVER TARGET"
-    print(f"nettop/htop: CPU {n.cpu_pct / max(h.cpu_pct, 1e-9):.2f}x, bytes {n.bytes_per_s / max(h.bytes_per_s, 1e-9):.2f}x: {verdict}")
+    n = results["nettop"]
+
+    def check(label: str, ok: bool, detail: str) -> None:
+        print(f"{label}: {detail}: {'ok' if ok else 'OVER TARGET'}")
+
+    if "glances" in results:
+        g = results["glances"]
+        check("CPU <= 1/2 glances", n.cpu_pct <= g.cpu_pct / 2, f"{n.cpu_pct:.2f} vs {g.cpu_pct / 2:.2f}")
+    f = results["textual"]
+    check("CPU <= 2x Textual floor", n.cpu_pct <= 2 * f.cpu_pct, f"{n.cpu_pct:.2f} vs {2 * f.cpu_pct:.2f}")
+    if "htop" in results:
+        h = results["htop"]
+        check("bytes/s <= htop", n.bytes_per_s <= h.bytes_per_s, f"{n.bytes_per_s:.0f} vs {h.bytes_per_s:.0f}")
+    if "tree" in results:
+        t = results["tree"]
+        check("256-CPU tree <= 3% of one CPU", t.cpu_pct <= 3.0, f"{t.cpu_pct:.2f}")
     return 0
 
 

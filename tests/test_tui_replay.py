@@ -17,6 +17,8 @@ import threading
 import time
 
 import pytest
+
+from test_tui_app import plain
 from textual.widgets import Input
 
 from nettop.record.replay import ReplaySource
@@ -230,7 +232,7 @@ async def test_replay_offers_replay_keys_and_no_record_or_tuning_key(replay):
     assert not isinstance(app.screen, Prompt) and not src_has_recording(src)
     await pilot.press("question_mark")
     assert isinstance(app.screen, HelpScreen)
-    help_text = str(app.screen.query_one("#help-keys").render())
+    help_text = plain(app.screen.query_one("#help-keys"))
     for b in playback.REPLAY_BINDINGS:
         assert b.tooltip in help_text
     record_key = playback.RECORD_BINDINGS[0].tooltip

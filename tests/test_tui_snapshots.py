@@ -15,6 +15,14 @@ from nettop.tui.scripted import ROOT_PROBLEMS, ScriptedSource, synthetic
 from nettop.tui.themes import THEME_ORDER
 
 SIZES = [(80, 24), (160, 48)]
+LAB_SIZES = [(80, 24), (120, 40)]  # the summary (default below 120x34) and the full panels
+LAB = dict(veths=3, idle=("ifb0", "ifb1", "dummy-down"), ping=("198.18.0.2", "tcp://198.18.0.6:22"))
+
+
+def panel(key: str, size: tuple[int, int]) -> list[str]:
+    """The keys that fill the screen with one panel: from the summary its number alone
+    (the panel opens zoomed), from the panel grid its number then z."""
+    return [key] if size[0] < 120 or size[1] < 34 else [key, "z"]
 
 
 def feed(ticks: int = 20, **kw):
@@ -38,6 +46,14 @@ def test_main_screen(snap_compare, theme, size):
 
 
 @pytest.mark.parametrize("theme", THEME_ORDER)
+@pytest.mark.parametrize("size", LAB_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_three_lab_veths_idle_links_and_two_targets(snap_compare, theme, size):
+    """What an operator sees first at 80x24 (the summary: eth0 first, the busy veths,
+    the idle links folded, CPUs, RTT, qdisc) and at 120x40 (the full panels)."""
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(20, **LAB))
+
+
+@pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_help_screen(snap_compare, theme, size):
     assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3), press=["question_mark"])
@@ -52,7 +68,7 @@ def test_interface_picker(snap_compare, theme, size):
 @pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_zoomed_throughput_panel(snap_compare, theme, size):
-    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(40), press=["3", "z"])
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(40), press=panel("3", size))
 
 
 @pytest.mark.parametrize("theme", THEME_ORDER)
@@ -66,21 +82,21 @@ def test_non_root_notice(snap_compare, theme, size):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_256_cpu_heatmap_filtered_to_the_nic_node(snap_compare, theme, size):
     app = app_in(theme, cpu_nodes={c: c // 64 for c in range(256)})
-    assert snap_compare(app, terminal_size=size, run_before=feed(3, cpus=256), press=["2", "z", "n"])
+    assert snap_compare(app, terminal_size=size, run_before=feed(3, cpus=256), press=[*panel("2", size), "n"])
 
 
 @pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_latency_panel_with_two_targets(snap_compare, theme, size):
     app = app_in(theme)
-    assert snap_compare(app, terminal_size=size, press=["4", "z"],
+    assert snap_compare(app, terminal_size=size, press=panel("4", size),
                         run_before=feed(30, ping=("198.18.0.2", "tcp://198.18.0.2:22")))
 
 
 @pytest.mark.parametrize("theme", THEME_ORDER)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_ebpf_panel_with_recorded_probe_figures(snap_compare, theme, size):
-    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3, ebpf=True), press=["6", "z"])
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(3, ebpf=True), press=panel("6", size))
 
 
 def tuning_app(tmp_path, theme: str) -> NettopApp:

@@ -187,3 +187,56 @@ def test_as_an_unprivileged_user_the_screen_is_read_only_with_a_notice(tmux, tmp
     assert re.search(r"eth0 rx-0\s+\d+\s", screen)  # /proc/interrupts is world-readable
     tmux.keys("q")
     tmux.wait(lambda s: "Pane is dead" in s or "nettop read-only" not in s, timeout=10)
+
+
+def test_at_80x24_the_first_screen_shows_throughput_latency_and_the_cpus(tmux, tmp_path):
+    """An SSH-sized terminal with three 4-queue lab veths present (one moving traffic)
+    and a latency probe to a lab namespace: eth0's throughput (it carries the default
+    route, so it leads), an RTT figure and the CPU heat strip are all on the first screen."""
+    import contextlib
+
+    from lab import can_build_lab, veth_lab
+
+    reason = can_build_lab()
+    if reason:
+        pytest.skip(reason)
+    with contextlib.ExitStack() as stack:
+        labs = [stack.enter_context(veth_lab()) for _ in range(3)]
+        busy = labs[1]
+        busy.iperf3_server()
+        busy.iperf3_client(60, extra=["-b", "100M"])
+        status = tmp_path / "status"
+        argv = [*nettop_argv(), "-i", "1", "--ping", labs[0].peer_ip]
+        tmux.start(with_exit_status(argv, status), 80, 24)
+        rtt = re.compile(rf"^ {re.escape(labs[0].peer_ip)}\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s", re.M)
+
+        def complete(screen: str) -> bool:
+            row = iface_row(screen, busy.host_if)
+            return (re.search(r"^ eth0 ●\s+[0-9.]+[kMGT]?\s+[0-9.]+[kMGT]?\s", screen, re.M) is not None
+                    and rtt.search(screen) is not None and row is not None and row[1] > 1e6
+                    and re.search(r"^ \d+▕[▁▂▃▄▅▆▇█·]+▏\d+", screen, re.M) is not None)
+
+        screen = tmux.wait(complete, timeout=40)
+        lines = screen.splitlines()
+        assert len(lines) <= 24 and all(len(x) <= 80 for x in lines)
+        first_iface = next(x for x in lines if x.startswith(" ") and "●" in x)
+        assert first_iface.startswith(" eth0 ●"), screen  # the default route's interface leads
+        p50, p99, loss = (float(v) for v in rtt.search(screen).groups())
+        assert 0 < p50 <= p99 < 50 and loss <= 100, screen
+        for lab in labs:  # every lab veth is on screen: busy in a row, idle ones folded or listed
+            assert lab.host_if in screen, screen
+        assert "2 CPUs softirq" in screen and "4 latency" in screen and "5 qdisc" in screen
+        shown_tx = iface_row(screen, busy.host_if)[1]
+        kernel_tx = sysfs_bits_per_s(busy.host_if, "tx_bytes")
+        assert kernel_tx / 3 < shown_tx < kernel_tx * 3, (shown_tx, kernel_tx)
+        tmux.keys("3")  # the full throughput panel, one key away
+        tmux.wait(lambda s: re.search(r" now\s*$", s, re.M) is not None and "rx bit/s" in s)
+        tmux.keys("z")
+        tmux.wait(lambda s: "2 CPUs softirq" in s)
+        (tmp_path / "screen.txt").write_text(screen)
+        tmux.keys("q")
+        deadline = time.monotonic() + 10
+        while not status.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status.exists() and status.read_text() == "0", tmux.screen()
+        print(screen)

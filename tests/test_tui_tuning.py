@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
+from test_tui_app import plain
 from lab import run, sysfs, tc_root
 
 from nettop.actions import Journal, Tuner
@@ -484,7 +486,7 @@ async def test_help_shows_the_tuning_keys_disabled_with_the_reason(mode, root, r
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        text = str(app.screen.query_one("#help-keys").render())
+        text = plain(app.screen.query_one("#help-keys"))
         rows = [line for line in text.splitlines() if "[disabled: " in line]
         assert rows and all(reason in line for line in rows)
         assert any("RPS (rx queue) or XPS" in line for line in rows)

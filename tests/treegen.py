@@ -13,7 +13,9 @@ at a fixed per-second rate, 32-bit counters wrapping as they do in the kernel.
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -26,8 +28,12 @@ LINK_RX_PKTS_RATE = 850_000
 
 
 def _w(path: Path, text: str) -> None:
+    """Write a whole file at once (a new file renamed over the old): a reader of a tree
+    that `advance` rewrites each second never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    tmp = path.with_name(f".{path.name}.new")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _link(path: Path, target: str) -> None:
@@ -59,8 +65,16 @@ def cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
     return ",".join(f"{(bits >> (32 * g)) & 0xFFFFFFFF:08x}" for g in reversed(range(groups)))
 
 
+def _wave_ticks(step: int, cpu: int) -> int:
+    """Softirq ticks of `cpu` over its first `step` seconds when the load moves: 5-45 of
+    each 100, a different amount each second and on each CPU (so a heatmap changes)."""
+    return sum(5 + ((k * 7 + cpu * 3) % 9) * 5 for k in range(1, step + 1))
+
+
 def generate_tree(dest: Path, cpus: int = 256, irqs: int = 4096, queues: int = 64,
-                  offline: Iterable[int] = (), seed: int = 0, step: int = 0) -> Path:
+                  offline: Iterable[int] = (), seed: int = 0, step: int = 0, wave: bool = False) -> Path:
+    """The tree at second `step`; with `wave`, each CPU's softirq share changes every
+    second (else a steady 15 %)."""
     dest = Path(dest)
     rnd = random.Random(seed)
     off = set(offline)
@@ -110,8 +124,9 @@ def generate_tree(dest: Path, cpus: int = 256, irqs: int = 4096, queues: int = 6
     st = []
     for c in online:
         b = 100_000 + c
-        st.append(f"cpu{c} {b} 0 {b + 10 * step} {b * 7 + 70 * step} 10 {b // 20 + 5 * step} "
-                  f"{b // 7 + 15 * step} 0 0 0")
+        soft = _wave_ticks(step, c) if wave else 15 * step
+        st.append(f"cpu{c} {b} 0 {b + 10 * step} {b * 7 + 85 * step - soft} 10 {b // 20 + 5 * step} "
+                  f"{b // 7 + soft} 0 0 0")
     tot = [sum(int(x.split()[i]) for x in st) for i in range(1, 11)]
     intr = " ".join(str(rnd.randrange(1 << 30)) for _ in range(irq_numbers[-1] + 1))
     _w(dest / "proc/stat", "cpu  " + " ".join(map(str, tot)) + "\n" + "\n".join(st)
@@ -196,6 +211,19 @@ def _netdev(dest: Path, d: Path, name: str, ifindex: int, queues: int, cpus: int
             _w(bql / f, f"{v}\n")
 
 
+def advance(dest: Path, every: float = 1.0, ticks: int | None = None, **kw: object) -> None:
+    """Rewrite the tree's counters in place every `every` seconds, step 1, 2, 3...: a live
+    host for `nettop --root DEST`, whose rates and heatmap (softirq share per CPU, `wave`)
+    change each tick."""
+    step = 0
+    next_t = time.monotonic()
+    while ticks is None or step < ticks:
+        step += 1
+        generate_tree(dest, step=step, wave=True, **kw)  # type: ignore[arg-type]
+        next_t += every
+        time.sleep(max(0.0, next_t - time.monotonic()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dest", type=Path)
@@ -205,8 +233,12 @@ def main() -> None:
     ap.add_argument("--offline", type=lambda s: [int(x) for x in s.split(",") if x], default=[])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--step", type=int, default=0)
+    ap.add_argument("--advance", type=float, metavar="SECONDS",
+                    help="keep running: advance every counter each SECONDS (atomic rewrites), until killed")
     a = ap.parse_args()
     generate_tree(a.dest, a.cpus, a.irqs, a.queues, a.offline, a.seed, a.step)
+    if a.advance:
+        advance(a.dest, a.advance, cpus=a.cpus, irqs=a.irqs, queues=a.queues, offline=a.offline, seed=a.seed)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 The app is handed a `Source` and never reads the kernel: the source's thread puts each
 new point in a mailbox and wakes the app with one message; the handler takes the newest
 point and updates every panel inside one batch. Tables change only the cells whose
-text changed; charts are redrawn only when a point arrives. Layout is CSS: a scrollable
-stack of panels on small terminals, a grid on large ones, one panel when zoomed.
+text changed; charts are redrawn only when a point arrives. Below 120x34 (an SSH
+session's 80x24) the screen is the summary (`summary.py`), every figure group at once,
+and a panel key opens that panel zoomed; on larger terminals the panels are a grid (`v`
+switches); one panel when zoomed. Hidden panels are not drawn.
 
 A replay source adds its keys (step, events, speed, go to a time); moves that rebuild
 the chart history run on a worker thread so the screen never freezes. A live source
@@ -21,9 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -39,6 +42,7 @@ from nettop.tui.recording import RecordStatus
 from nettop.tui.replay_keys import ReplayKeysMixin
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.source import Source
+from nettop.tui.summary import SummaryBox, SummaryView
 from nettop.tui.tables import BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
@@ -78,6 +82,8 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         Binding("minus", "interval(-1)", "faster", show=False, tooltip="shorter sampling interval"),
         Binding("i", "interfaces", "ifaces", tooltip="pick the interfaces shown in every panel"),
         Binding("z", "zoom", "zoom", tooltip="zoom the focused panel to the whole screen, again to go back"),
+        Binding("v", "view", "view", tooltip="summary (every figure group on one screen; the default below "
+                "120x34) or the full panels"),
         Binding("t", "next_theme", "theme", tooltip="next theme: dark, light, mono (high contrast)"),
         Binding("s", "sort", "sort", tooltip="sort queues by: queue, irq/s, rx pps, tx pps, CPU"),
         Binding("r", "reverse", "reverse", show=False, tooltip="reverse the queue sort order"),
@@ -108,6 +114,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         self.sort_reverse = False
         self.numa_only = False
         self.zoomed: str | None = None
+        self.view = "auto"  # "summary", "panels", or "auto": the summary on small terminals
         self.latest: Point | None = None
         self.frames = 0  # points drawn: tests check bursts collapse into one frame
         self._own_cpu: float | None = None
@@ -115,6 +122,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         self._chart_t: float | None = None
         self._latency_events = -1
         self._latency_t: float | None = None
+        self._summary_chart: tuple[tuple, float] | None = None
         self._drawn_timeline: object = None  # a replay seek replaces the source's Timeline
         self.replaying = source.mode == "replay"
         self.seeking = 0  # replay moves under way on the worker
@@ -129,6 +137,9 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     def compose(self) -> ComposeResult:
         yield TextLine("nettop: waiting for the first sample", id="header")
         yield TextLine("", id="notice")
+        with SummaryBox(id="summary"):
+            yield SummaryView(id="summary-lines")
+            yield ThroughputChart(id="summary-chart")
         with VerticalScroll(id="panels", can_focus=False):
             yield Panel("1 queues", QueueTable(id="queues-table"), id="queues")
             yield Panel("2 CPUs", CpuTable(id="cpus-table"), CpuHeatmap(id="cpus-heatmap"), id="cpus")
@@ -153,12 +164,56 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         if switch is not None:
             switch.changed = lambda: self.post_message(ProbesChanged())
         self.query_one("#queues-table").focus()
+        self._apply_layout()
         self.source.start(self._wake)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         diff = getattr(self._driver, "screen_diff", None)
         if diff is not None:
             diff.invalidate()
+        self._apply_layout(event.size)
+
+    @on(SummaryBox.Resized)
+    def _on_summary_resized(self) -> None:
+        self.redraw()  # the summary's lines are laid out for its size
+
+    # --- summary or panels ---------------------------------------------------------------
+
+    def wants_summary(self, size: Size | None = None) -> bool:
+        """The summary below the wide and tall breakpoints (80x24 is an SSH session's
+        default), unless the operator chose with `v`. `size`: the terminal's new size
+        while a resize is being handled (the app's own is updated after)."""
+        if self.view != "auto":
+            return self.view == "summary"
+        width, height = size or self.size
+        return width < self.HORIZONTAL_BREAKPOINTS[1][0] or height < self.VERTICAL_BREAKPOINTS[1][0]
+
+    def summary_shown(self) -> bool:
+        return self.query_one("#summary").display
+
+    def _apply_layout(self, size: Size | None = None) -> None:
+        """Show the summary or the panels; a zoomed panel (1-6, z) replaces the summary."""
+        show = self.wants_summary(size) and self.zoomed is None
+        summary, panels = self.query_one("#summary"), self.query_one("#panels")
+        if summary.display == show and panels.display != show:
+            return
+        summary.display, panels.display = show, not show
+        if not show:
+            self._chart_key, self._latency_events = None, -1  # charts were not drawn meanwhile
+            if self.focused is None:
+                self.query_one("#queues-table").focus()
+            self.redraw()
+        else:  # drawn when the box has its size (SummaryBox.Resized) or now if it has one
+            self.redraw()
+
+    def action_view(self) -> None:
+        if self.summary_shown():
+            self.view = "panels"
+        else:
+            self.view = "summary"
+            if self.zoomed is not None:
+                self.action_zoom()
+        self._apply_layout()
 
     def on_unmount(self) -> None:
         self._stop_recording()
@@ -280,10 +335,12 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             self.query_one(f"#{self.zoomed}").remove_class("-zoom")
             panels.remove_class("-zoomed")
             self.zoomed = None
+            self._apply_layout()  # back to the summary where it was shown
             return
         self.zoomed = self.current_panel()
         self.query_one(f"#{self.zoomed}").add_class("-zoom")
         panels.add_class("-zoomed")
+        self._apply_layout()
 
     def action_panel(self, name: str) -> None:
         panel = self.query_one(f"#{name}", Panel)
@@ -295,6 +352,11 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             self.query_one(f"#{self.zoomed}").remove_class("-zoom")
             panel.add_class("-zoom")
             self.zoomed = name
+        elif self.zoomed is None and self.summary_shown():  # from the summary: the panel zoomed
+            self.zoomed = name
+            panel.add_class("-zoom")
+            self.query_one("#panels").add_class("-zoomed")
+            self._apply_layout()
         target = next((w for w in panel.query("*") if w.focusable and w.display), None)
         if target is not None:
             target.focus()

@@ -21,7 +21,7 @@ from textual.widget import Widget
 
 from nettop.tui import braille
 from nettop.tui import format as fmt
-from nettop.tui.model import CpuRow, Series
+from nettop.tui.model import CpuRow, Series, heat_level
 
 
 class BrailleChart(Widget):
@@ -154,38 +154,37 @@ class CpuHeatmap(Widget, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
-        self._rows: list[CpuRow] = []
+        self._cells: list[tuple[str, int]] = []  # (text, heat level) of each CPU, as drawn
         self._caption = ""
+        self._styles: dict[str, Style] = {}
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._styles.clear())
 
     def show(self, rows: Sequence[CpuRow], caption: str) -> None:
-        new = list(rows)
-        if new != self._rows or caption != self._caption:
-            self._rows, self._caption = new, caption
+        """Repaint only when a shown cell changed: the other per-CPU rates move every tick."""
+        cells = [(f"{r.cpu:>4}{fmt.pct(r.softirq_pct)[:-2] if r.softirq_pct is not None else '-':>4}"
+                  .ljust(self.CELL - 1), heat_level(r)) for r in rows]
+        if cells != self._cells or caption != self._caption:
+            self._cells, self._caption = cells, caption
             self.refresh()
 
-    @staticmethod
-    def level(row: CpuRow) -> int:
-        if row.dropped_per_s:
-            return 3
-        s = row.softirq_pct or 0.0
-        if s >= 50 or (row.squeeze_per_s or 0) >= 100:
-            return 3
-        if s >= 20:
-            return 2
-        if s >= 5:
-            return 1
-        return 0
+    level = staticmethod(heat_level)
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+        return style
 
     def render(self) -> Text:
         width = max(self.CELL, self.size.width)
         per_line = max(1, width // self.CELL)
         out = Text(no_wrap=True, end="")
-        out.append(self._caption + "\n", style=self.get_component_rich_style("heat--label", partial=True))
-        for n, row in enumerate(self._rows):
+        out.append(self._caption + "\n", style=self._style("heat--label"))
+        for n, (cell, level) in enumerate(self._cells):
             if n and n % per_line == 0:
                 out.append("\n")
-            cell = f"{row.cpu:>4}{fmt.pct(row.softirq_pct)[:-2] if row.softirq_pct is not None else '-':>4}".ljust(
-                self.CELL - 1)
-            out.append(cell, style=self.get_component_rich_style(f"heat--{self.level(row)}", partial=True))
+            out.append(cell, style=self._style(f"heat--{level}"))
             out.append(" ")
         return out

@@ -19,6 +19,7 @@ from nettop.tui import model, playback
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart, due
 from nettop.tui.ebpf_panel import DropTable, HardirqTable, NapiTable, SoftirqTable, header_text
 from nettop.tui.recording import display_path
+from nettop.tui.summary import CHART_LINES, CHART_MIN_LINES, SummaryData, SummaryView, summary_lines
 from nettop.tui.tables import (
     BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable, label_width,
 )
@@ -58,6 +59,7 @@ class DrawingMixin(_AppBase):
     _chart_t: float | None
     _latency_events: int
     _latency_t: float | None
+    _summary_chart: tuple[tuple, float] | None  # (what is plotted, when) on the summary's chart
 
     def redraw(self) -> None:
         if self.latest is not None:
@@ -66,8 +68,8 @@ class DrawingMixin(_AppBase):
 
     def selected_queue(self) -> Any:
         """The queue row under the queues table's cursor (None before the first sample)."""
-        if self.latest is None:
-            return None
+        if self.latest is None or self.query_one("#summary").display:
+            return None  # the summary has no cursor: tuning keys ask to pick a queue (1)
         table = self.query_one(QueueTable)
         keys = table.row_keys()
         if not keys:
@@ -82,6 +84,9 @@ class DrawingMixin(_AppBase):
         names = self.shown(point)
         self._draw_header(point)
         self._draw_notice(point)
+        if self.query_one("#summary").display:  # the panels are hidden: drawn when shown
+            self._draw_summary(point, names)
+            return
         self._draw_queues(point, names)
         self._draw_cpus(point, names)
         self._draw_throughput(point, names)
@@ -154,6 +159,46 @@ class DrawingMixin(_AppBase):
         if not notice.display:
             notice.display = True
 
+    def _draw_summary(self, point: Point, names: list[str]) -> None:
+        points = self.source.timeline.points()[-max(model.IDLE_WINDOW, TREND_WIDTH + 2):]
+        routes = getattr(self.source, "route_ifindexes", None)
+        first = model.first_interfaces(point.snapshot, routes() if routes is not None else ())
+        order = model.summary_order(point.rates, names, first)
+        # what the operator picked with `i` stays on screen even when idle
+        idle = [] if self.picked is not None else model.idle_interfaces(points, order, keep=first)
+        links = point.snapshot.links
+        busy = [n for n in order if n not in idle]
+        lat_trend = {t: ys for t, (_, ys) in model.latency_series(points[-TREND_WIDTH:], 1e9).items()}
+        data = SummaryData(
+            ifaces=model.iface_summaries(points, busy, first, TREND_WIDTH + 2),
+            idle=[(n, links[n].operstate if n in links else "gone") for n in idle],
+            cpus=model.cpu_rows(point), latency=model.latency_rows(point.snapshot), latency_trend=lat_trend,
+            qdiscs=model.qdisc_summaries(point, busy), probing=bool(getattr(self.source, "prober", None)),
+        )
+        box = self.query_one("#summary")
+        width, height = box.size
+        if width <= 0 or height <= 0:
+            return  # not laid out yet: drawn again once it is (on_resize)
+        lines = summary_lines(data, width, height)
+        view, chart = self.query_one(SummaryView), self.query_one("#summary-chart", ThroughputChart)
+        with_chart = height - len(lines) >= CHART_MIN_LINES
+        rows = len(lines) if with_chart else height
+        if view.styles.height is None or view.styles.height.value != rows:
+            view.styles.height = rows
+        if chart.display != with_chart:
+            chart.display = with_chart
+            self._summary_chart = None
+        view.show(lines)
+        if with_chart:
+            plotted = model.busiest(point.rates, busy, CHART_LINES)
+            events = self.source.timeline.events()
+            key = (tuple(plotted), len(events), height - rows)
+            last = self._summary_chart
+            if last is None or last[0] != key or due(last[1], point.snapshot.t_mono, self.window_s, chart.size.width):
+                self._summary_chart = (key, point.snapshot.t_mono)
+                chart.show(model.throughput(self.source.timeline.points(), plotted, self.window_s),
+                           model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
+
     def _draw_queues(self, point: Point, names: list[str]) -> None:
         table = self.query_one(QueueTable)
         rows = model.queue_rows(point, names)
@@ -213,7 +258,7 @@ class DrawingMixin(_AppBase):
         table = self.query_one(IfaceTable)
         table.widen("if", label_width(names, 10))
         table.sync(rows)
-        chart = self.query_one(ThroughputChart)
+        chart = self.query_one("#throughput-chart", ThroughputChart)
         events = self.source.timeline.events()
         plotted = model.busiest(rates, names, CHART_LINES_MAX)
         key = (tuple(plotted), len(events))

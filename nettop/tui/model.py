@@ -312,3 +312,190 @@ def queue_activity_history(points: Sequence[Point], rows: Sequence[QueueRow],
                 known = [v for v in pk if v is not None]
                 out[r.key].append(sum(known) if known else None)
     return out
+
+
+# --- the summary: every figure group on one small screen ---------------------------------
+
+IDLE_WINDOW = 10  # points without traffic before an interface folds into the idle line
+
+
+@dataclass(frozen=True, slots=True)
+class IfaceSummary:
+    """One interface on the summary: its throughput, drops and hottest queue."""
+
+    name: str
+    first: bool  # carries the default route (or is eth0 when no route is known)
+    state: str  # operstate
+    rx_bits: float | None
+    tx_bits: float | None
+    packets_per_s: float | None  # rx + tx
+    drops_per_s: float | None  # rx + tx dropped
+    hot_queue: str | None  # "rx-3" (or "q12" for combined-12): most IRQs/s (else packets/s)
+    hot_rate: float | None
+    hot_unit: str  # "irq/s" or "pkt/s"
+    hot_cpus: str | None  # the CPUs that serve it: effective IRQ affinity, else RPS/XPS
+    trend: tuple[float | None, ...]  # rx + tx bit/s of the last points, oldest first
+
+
+@dataclass(frozen=True, slots=True)
+class QdiscSummary:
+    """One interface's root qdisc (and ingress) on one line: backlog and drops."""
+
+    ifname: str
+    kind: str  # "mq+4 pfifo_fast"
+    backlog_bytes: int
+    backlog_packets: int
+    drops: int
+    drops_per_s: float | None
+    requeues: int
+
+
+def first_interfaces(snap: Snapshot, route_ifindexes: Sequence[int]) -> list[str]:
+    """The interfaces shown first: those carrying a default route (by ifindex, lowest
+    metric first), else eth0 when the route is unknown (a replay, a captured tree)."""
+    by_index = {link.ifindex: name for name, link in snap.links.items()}
+    first = [by_index[i] for i in route_ifindexes if i in by_index]
+    if not first and "eth0" in snap.links:
+        first = ["eth0"]
+    return first
+
+
+def _load(rates: Rates | None, name: str) -> float:
+    lr = rates.links.get(name) if rates else None
+    return ((lr.rx_bytes_per_s or 0.0) + (lr.tx_bytes_per_s or 0.0)) if lr else 0.0
+
+
+def summary_order(rates: Rates | None, names: Sequence[str], first: Sequence[str]) -> list[str]:
+    """The default-route interfaces first, then the busiest."""
+    head = [n for n in first if n in names]
+    rest = sorted((n for n in names if n not in head), key=lambda n: (-_load(rates, n), n))
+    return head + rest
+
+
+def idle_interfaces(points: Sequence[Point], names: Sequence[str], keep: Sequence[str] = (),
+                    window: int = IDLE_WINDOW) -> list[str]:
+    """Interfaces that moved no byte over the last `window` points and have no queue IRQs
+    (an idle ifb, a down link): the summary folds them into one line. The window keeps
+    an interface with a packet now and then from jumping in and out."""
+    if not points:
+        return []
+    snap = points[-1].snapshot
+    recent = [p.rates for p in points[-window:] if p.rates is not None]
+    out = []
+    for name in names:
+        if name in keep:
+            continue
+        qmap = snap.queue_maps.get(name)
+        if qmap is not None and any(q.irqs for q in qmap.queues):
+            continue
+        if any(_load(r, name) > 0 for r in recent):
+            continue
+        out.append(name)
+    return out
+
+
+def _queue_cpus(row: QueueRow) -> str | None:
+    from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
+
+    if row.irqs:
+        cpus = row.effective or row.affinity
+        return format_cpu_list(cpus) if cpus else None
+    mask = row.rps if row.kind == "rx" else row.xps if row.kind == "tx" else (row.rps or row.xps)
+    try:
+        cpus = parse_cpu_mask(mask) if mask else ()
+    except ValueError:
+        return None
+    return format_cpu_list(cpus) if cpus else None
+
+
+def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequence[str],
+                    trend_width: int = 8) -> list[IfaceSummary]:
+    """One summary per interface of `names` (in that order), from the newest point."""
+    point = points[-1]
+    snap, rates = point.snapshot, point.rates
+    hot: dict[str, QueueRow] = {}
+    for q in queue_rows(point, names):
+        if q.activity is not None and (q.ifname not in hot or q.activity > (hot[q.ifname].activity or 0.0)):
+            hot[q.ifname] = q
+    recent = [p.rates for p in points[-trend_width:] if p.rates is not None]
+    out = []
+    for name in names:
+        link = snap.links.get(name)
+        lr = rates.links.get(name) if rates else None
+        pps = drops = None
+        if lr is not None and lr.rx_packets_per_s is not None and lr.tx_packets_per_s is not None:
+            pps = lr.rx_packets_per_s + lr.tx_packets_per_s
+        if lr is not None and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
+            drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
+        hq = hot.get(name)
+        trend = []
+        for r in recent:
+            tl = r.links.get(name)
+            ok = tl is not None and tl.rx_bytes_per_s is not None and tl.tx_bytes_per_s is not None
+            trend.append(8 * (tl.rx_bytes_per_s + tl.tx_bytes_per_s) if ok else None)  # type: ignore[operator, union-attr]
+        out.append(IfaceSummary(
+            name=name, first=name in first, state=link.operstate if link else "gone",
+            rx_bits=8 * lr.rx_bytes_per_s if lr and lr.rx_bytes_per_s is not None else None,
+            tx_bits=8 * lr.tx_bytes_per_s if lr and lr.tx_bytes_per_s is not None else None,
+            packets_per_s=pps, drops_per_s=drops,
+            hot_queue=(f"q{hq.index}" if hq.kind == "combined" else f"{hq.kind}-{hq.index}") if hq else None, hot_rate=hq.activity if hq else None,
+            hot_unit="irq/s" if hq and hq.irqs else "pkt/s", hot_cpus=_queue_cpus(hq) if hq else None,
+            trend=tuple(trend),
+        ))
+    return out
+
+
+def heat_level(row: CpuRow) -> int:
+    """0 (quiet) to 3 (hot: dropping, squeezed hard or half the time in softirq)."""
+    if row.dropped_per_s:
+        return 3
+    s = row.softirq_pct or 0.0
+    if s >= 50 or (row.squeeze_per_s or 0) >= 100:
+        return 3
+    if s >= 20:
+        return 2
+    if s >= 5:
+        return 1
+    return 0
+
+
+def cpu_strip(rows: Sequence[CpuRow], cells: int) -> tuple[list[tuple[float | None, int]], int]:
+    """The CPUs as at most `cells` cells of (softirq %, heat level), and how many CPUs each
+    cell stands for: one per CPU when they fit, else the hottest of each run of CPUs."""
+    per = max(1, -(-len(rows) // max(1, cells)))
+    out: list[tuple[float | None, int]] = []
+    for i in range(0, len(rows), per):
+        group = rows[i:i + per]
+        known = [r.softirq_pct for r in group if r.softirq_pct is not None]
+        out.append((max(known) if known else None, max(heat_level(r) for r in group)))
+    return out, per
+
+
+def top_cpus(rows: Sequence[CpuRow], n: int) -> list[CpuRow]:
+    """The `n` CPUs spending the most time in softirq, those dropping packets first."""
+    return sorted((r for r in rows if r.softirq_pct is not None),
+                  key=lambda r: (not r.dropped_per_s, -(r.softirq_pct or 0.0), r.cpu))[:n]
+
+
+def qdisc_summaries(point: Point, names: Sequence[str]) -> list[QdiscSummary]:
+    """Each interface's root qdisc (backlog and drops include its children's) plus its
+    ingress drops; interfaces with only noqueue have nothing to say and are left out."""
+    rows_by_if: dict[str, list[QdiscRow]] = {}
+    for r in qdisc_rows(point, names):
+        rows_by_if.setdefault(r.ifname, []).append(r)
+    out = []
+    for name in names:
+        rows = rows_by_if.get(name, [])
+        root = next((r for r in rows if r.parent == "root"), None)
+        if root is None or root.kind == "noqueue":
+            continue
+        children = [r for r in rows if r.parent not in ("root", "ffff:fff1") and r.kind != "ingress"]
+        kinds = sorted({c.kind for c in children})
+        kind = root.kind + (f"+{len(children)} {'/'.join(kinds)}" if children else "")
+        ingress = [r for r in rows if r.kind in ("ingress", "clsact")]
+        drops_s = [r.drops_per_s for r in [root, *ingress]]
+        out.append(QdiscSummary(
+            name, kind, root.backlog_bytes, root.backlog_packets, root.drops + sum(r.drops for r in ingress),
+            None if any(d is None for d in drops_s) else sum(d for d in drops_s if d is not None),
+            root.requeues))
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -23,9 +24,14 @@ LEGEND = (
     "irq 40*: kernel-managed IRQ, its affinity cannot be moved",
     "trend: IRQs/s (or packets/s for queues without IRQs) over the last ticks",
     "vertical lines on charts: events (tuning changes, interfaces or IRQs appearing)",
+    "summary ●: the interface the default route leaves by (else eth0), always first",
+    "summary queue /s cpu: the interface's hottest queue, its IRQs/s (packets/s without IRQs) "
+    "and the CPUs serving it (IRQ affinity, else RPS/XPS)",
+    "summary strip: each CPU's softirq % as a bar (full at 50%); red: drops or heavy squeeze",
 )
 
 
+KEYS_MAX = 15  # the key column's widest: long key lists wrap in it, descriptions keep room
 KEY_NAMES = {"plus": "+", "equals_sign": "=", "minus": "-", "question_mark": "?"}
 
 
@@ -58,13 +64,21 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            width = max(len(k) for k, _ in self._rows)
-            text = Text(no_wrap=False, end="")
+            # a grid: a description wraps inside its own column (a hanging indent under
+            # the descriptions), never back to column 0 under the keys
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(style="bold", max_width=KEYS_MAX)  # "up / down / pgup / pgdn" wraps too
+            grid.add_column(ratio=1, overflow="fold")
             for keys, desc in self._rows:
-                text.append(f"{keys:<{width}}  ", style="bold")
-                text.append(f"{desc}\n")
-            yield Static(text, id="help-keys")
-            yield Static("\n".join(LEGEND), id="help-legend")
+                grid.add_row(Text(keys), Text(desc))  # Text: no markup ([children=KIND] is text)
+            yield Static(grid, id="help-keys")
+            legend = Table.grid(padding=(0, 1))
+            legend.add_column(no_wrap=True)
+            legend.add_column(ratio=1, overflow="fold")
+            for line in LEGEND:
+                term, _, meaning = line.partition(": ")
+                legend.add_row(Text(term + ":"), Text(meaning))
+            yield Static(legend, id="help-legend")
             yield Static("escape or ? closes this help", id="help-close")
 
     def action_dismiss(self) -> None:  # type: ignore[override]

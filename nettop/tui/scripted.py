@@ -32,7 +32,7 @@ class ScriptedSource:
 
     def __init__(self, mode: str = "live", is_root: bool = True,
                  cpu_nodes: Mapping[int, int] | None = None, own_cpu: float | None = 1.5,
-                 interval: float = 1.0) -> None:
+                 interval: float = 1.0, routes: tuple[int, ...] = ()) -> None:
         self.mode = mode
         self.is_root = is_root
         self.cpu_nodes = dict(cpu_nodes or {})
@@ -45,6 +45,10 @@ class ScriptedSource:
         self._mailbox = Mailbox()
         self._wake: Wake | None = None
         self.tap = RecordingTap()  # the record key works as on the live source
+        self.routes = routes  # ifindexes of the default route, as LiveSource reads them
+
+    def route_ifindexes(self) -> tuple[int, ...]:
+        return self.routes
 
     @property
     def superseded(self) -> int:
@@ -94,10 +98,12 @@ def _grow(i: int, step: int, phase: int = 0) -> int:
 
 
 def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
-              problems: tuple[Problem, ...] = (), ping: tuple[str, ...] = (), ebpf: bool = False) -> Snapshot:
-    """Tick `i` of a host with eth0 (virtio-style IRQs, mq + pfifo_fast, BQL), a veth pair
-    end without IRQs but with per-queue counters, and loopback; with `ebpf`, the probes'
-    counts of one interval too (scripted_ebpf)."""
+              problems: tuple[Problem, ...] = (), ping: tuple[str, ...] = (), ebpf: bool = False,
+              veths: int = 1, idle: tuple[str, ...] = ()) -> Snapshot:
+    """Tick `i` of a host with eth0 (virtio-style IRQs, mq + pfifo_fast, BQL), `veths` veth
+    pair ends without IRQs but with per-queue counters (veth0, veth1, ...), loopback, and
+    the `idle` links (no traffic, no queue IRQs; a name with "down" in it is down); with
+    `ebpf`, the probes' counts of one interval too (scripted_ebpf)."""
     cpu_ids = tuple(range(cpus))
     irqs: dict[int, Irq] = {}
     qirqs: list[QueueIrqs] = []
@@ -133,18 +139,31 @@ def synthetic(i: int, cpus: int = 4, queues: int = 4, interval: float = 1.0,
     qstats = {"eth0": QueueStats("eth0", (), "none"), "veth0": QueueStats("veth0", vq, "ethtool-stats")}
     qmaps = {"eth0": QueueMap("eth0", tuple(qirqs), "driver-naming", (39,)),
              "veth0": QueueMap("veth0", (), "none")}
+    for v in range(1, veths):  # more lab veths, each busy at its own pace
+        name, vb_v = f"veth{v}", _grow(i, 1_000_000 * v, v)
+        links[name] = LinkStats(name, 7 + v, vb_v, vb_v // 2, vb_v // 1500, vb_v // 3000, 0, 0, 0, 0, "up",
+                                1500, 1000, 10000, "veth", None, False, queues, queues, "veth")
+        qstats[name] = QueueStats(name, tuple(QueueCounters(k, q, _grow(i, 90 * v * (q + 1), q), _grow(
+            i, 130_000 * v * (q + 1), q)) for k in ("rx", "tx") for q in range(queues)), "ethtool-stats")
+        qmaps[name] = QueueMap(name, (), "none")
+    for n, name in enumerate(idle):
+        links[name] = LinkStats(name, 30 + n, 0, 0, 0, 0, 0, 0, 0, 0, "down" if "down" in name else "unknown",
+                                1500, 32, None, "ifb" if name.startswith("ifb") else "dummy")
     qcfg = tuple(QueueConfig("rx", q, rps_cpus="0" if q else "f", rps_flow_cnt=0) for q in range(queues)) + \
         tuple(QueueConfig("tx", q, xps_cpus=format(1 << (q % cpus), "x")) for q in range(queues))
     bql = tuple(BqlState(q, 3028 + 1514 * q, 1879048192, 0, (i * 1514 * (q + 1)) % 9084) for q in range(queues))
     devices = {
         "eth0": DeviceConfig("eth0", 0, "virtio_net", "0000:00:03.0", qcfg, bql),
         "veth0": DeviceConfig("veth0", None, "veth", None, qcfg),
+        **{f"veth{v}": DeviceConfig(f"veth{v}", None, "veth", None, qcfg) for v in range(1, veths)},
     }
     qdiscs = {"eth0": (QdiscStats("eth0", "mq", "0:", "root", txb, txb // 600, _grow(i, 1), 0, _grow(i, 2)),)
               + tuple(QdiscStats("eth0", "pfifo_fast", "0:", f"0:{q + 1}", txb // queues,
                                  txb // 600 // queues, 0, 0, _grow(i, 1) // queues, 1514 * q, q)
                       for q in range(queues)),
               "veth0": (QdiscStats("veth0", "noqueue", "0:", "root"),)}
+    for v in range(1, veths):
+        qdiscs[f"veth{v}"] = (QdiscStats(f"veth{v}", "noqueue", "0:", "root"),)
     latency = {}
     for n, target in enumerate(ping):
         # ten probes an interval; every 7th tick one is lost; RTTs wander around 0.3-2 ms

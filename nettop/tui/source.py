@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from nettop.model.sampler import Sampler
 
 Wake = Callable[[], None]
+ROUTES_EVERY_S = 30.0  # routes change rarely; the summary reads them at most this often
 
 
 class Source(Protocol):
@@ -123,6 +124,18 @@ class LiveSource:
         self._last_error: str | None = None
         self.tap = RecordingTap()  # the record key; written on the sampler thread
         self.probe_switch = ProbeSwitch(self._attach_probes)  # the eBPF key
+        self._routes: tuple[int, ...] = ()
+        self._routes_t: float | None = None
+
+    def route_ifindexes(self) -> tuple[int, ...]:
+        """The interfaces of the default route (ifindexes, lowest metric first), asked of
+        the kernel over rtnetlink at most every ROUTES_EVERY_S; none for a captured tree."""
+        now = time.monotonic()
+        if self.root.live and (self._routes_t is None or now - self._routes_t >= ROUTES_EVERY_S):
+            from nettop.kernel.routes import read_default_ifindexes
+
+            self._routes, self._routes_t = read_default_ifindexes(), now
+        return self._routes
 
     def _attach_probes(self, probes: Any) -> None:
         """Hand running eBPF probes to the reader (None: take them away); the reader takes
