@@ -24,7 +24,7 @@ class Window:
     """The last `window_s` seconds of a timeline, as seen by the rules."""
 
     def __init__(self, points: Sequence[Point], window_s: float = 5.0,
-                 events: Iterable[Event] = ()) -> None:
+                 events: Iterable[Event] = (), idle_rtt: Mapping[str, float] | None = None) -> None:
         if not points:
             raise ValueError("a window needs at least one sample")
         self.last: Snapshot = points[-1].snapshot
@@ -37,6 +37,7 @@ class Window:
         self.samples = [p.snapshot for p in points[i:]]
         self.history = points  # for baselines (idle RTT) over all the timeline holds
         self.events = list(events)
+        self._idle_rtt = idle_rtt  # a running minimum kept by a Watch, else the history's
         self.elapsed = self.last.t_mono - self.first.t_mono
         self._cache: dict[str, object] = {}
 
@@ -155,6 +156,8 @@ class Window:
 
     def idle_rtt_ms(self, target: str) -> float | None:
         """The lowest RTT the timeline ever saw for `target`: its unloaded path delay."""
+        if self._idle_rtt is not None:
+            return self._idle_rtt.get(target)
         best: float | None = None
         for p in self.history:
             st = p.snapshot.latency.get(target)
