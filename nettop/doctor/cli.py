@@ -38,18 +38,72 @@ def _ms(text: str) -> float:
     return v
 
 
+def _interval(text: str) -> float:
+    from nettop.model.sampler import clamp_interval
+    try:
+        return clamp_interval(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if "range" in str(exc) else
+                                         f"interval {text!r} is not a number of seconds") from None
+
+
+def _root(text: str) -> Any:
+    import os
+
+    from nettop.kernel.sysroot import SysRoot
+    if not os.path.isdir(os.path.join(text, "proc")):
+        raise argparse.ArgumentTypeError(f"root {text!r} has no proc/ directory (give a captured tree holding proc/ and sys/)")
+    return SysRoot(text)
+
+
+def _ping_interval(text: str) -> float:
+    from nettop.ping import MAX_INTERVAL_S, MIN_INTERVAL_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"ping interval {text!r} is not a number of seconds") from None
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"ping interval {value:g} s is out of range: use {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} s")
+    return value
+
+
+def _prober(targets: list[str] | None, interval: float | None) -> Any:
+    if not targets:
+        return None
+    from nettop.ping import Prober
+    return Prober(targets, interval_s=interval or 0.1)
+
+
+def _start_probes(problems: list[str]) -> Any:
+    """eBPF probes started now, or None with the reason in `problems`."""
+    from nettop.ebpf import EbpfProbes
+    ok, why = EbpfProbes.available()
+    if not ok:
+        problems.append(f"eBPF probes off: {why}")
+        return None
+    probes = EbpfProbes()
+    if not probes.start():
+        problems.append("eBPF probes off: " + "; ".join(probes.errors))
+        probes.stop()
+        return None
+    return probes
+
+
 def add_subcommands(sub: Any) -> None:
     d = sub.add_parser("doctor", help="sample N seconds and name what the tuning guides would fix (exit 0-3 by severity)")
     d.add_argument("--json", action="store_true", dest="doc_json", help="one JSON document on stdout")
     d.add_argument("--seconds", type=_seconds, default=5.0, metavar="N", help="seconds to sample (1-3600, default 5)")
     d.add_argument("--latency-target", type=_ms, default=None, metavar="MS",
                    help="the RTT this host must keep (ms): enables the coalescing and power-management latency rules")
-    from nettop.cli import _interval, _ping_args, _root
     d.add_argument("-i", "--interval", type=_interval, default=None, dest="doc_interval",
                    help="seconds between samples (default 1)")
     d.add_argument("--root", type=_root, default=None, dest="doc_root", help="read a captured /proc + /sys tree")
     d.add_argument("--iface", action="append", default=None, dest="doc_iface", metavar="IFACE")
-    _ping_args(d, prefix="doc_")
+    d.add_argument("--ping", action="append", default=None, dest="doc_ping", metavar="HOST",
+                   help="probe latency to HOST (repeatable; tcp://HOST:PORT, udp://HOST:PORT): bufferbloat, BDP")
+    d.add_argument("--ping-interval", type=_ping_interval, default=None, dest="doc_ping_interval", metavar="S",
+                   help="seconds between probes to each target (default 0.1)")
     d.add_argument("--ebpf", action="store_true", dest="doc_ebpf",
                    help="also run the eBPF probes, for the drop-reasons rule (root and bcc)")
 
@@ -97,7 +151,6 @@ def document(findings: list[Finding], host: str, kernel: str, seconds: float, sa
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from nettop.cli import _prober, _start_probes
     from nettop.collectors.host import HostReader
 
     out = out or sys.stdout
