@@ -197,7 +197,7 @@ def test_power_latency_needs_a_latency_target_and_is_read_only():
 def test_no_xps_on_a_sending_multiqueue_nic():
     host = FakeHost(tx_queues={"eth0": ["0", "0", "0", "0"]}, link_pps={"eth0": (0, T.XPS_TX_PPS)})
     f = rules(host)["no-xps:eth0"]
-    assert f.fix == tuple(f"nettop set xps eth0 {q} {q}" for q in range(4))
+    assert f.fix == ("nettop set xps eth0 0 0-0",) + tuple(f"nettop set xps eth0 {q} {q}" for q in range(1, 4))
     assert rules(with_(host, link_pps={"eth0": (0, T.XPS_TX_PPS - 1)})) == {}
     assert rules(with_(host, tx_queues={"eth0": ["1", "2", "4", "8"]})) == {}
     assert rules(with_(host, tx_queues={"eth0": ["0"]})) == {}

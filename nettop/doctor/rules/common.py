@@ -100,7 +100,10 @@ def mask_cpus(mask: str | None) -> tuple[int, ...]:
 
 
 def cpus_text(cpus: Iterable[int]) -> str:
-    return format_cpu_list(cpus)
+    """A CPU list for a `nettop set` line; CPU 0 alone is "0-0", since a lone "0" is the
+    empty mask (off) to `set rps` and `set xps`."""
+    text = format_cpu_list(cpus)
+    return "0-0" if text == "0" else text
 
 
 def sysctl_int(snap: Snapshot, name: str) -> int | None:

@@ -157,7 +157,7 @@ def no_xps(ctx: Context) -> Iterator[Finding]:
         if any(mask_cpus(q.xps_cpus) for q in txq):
             continue
         cpus = local_cpus(snap, name)
-        fix = tuple(f"nettop set xps {name} {q.index} {cpus[i % len(cpus)]}" for i, q in enumerate(txq))
+        fix = tuple(f"nettop set xps {name} {q.index} {cpus_text([cpus[i % len(cpus)]])}" for i, q in enumerate(txq))
         yield Finding(
             "no-xps", name, Severity.INFO,
             f"{name} sends {rate(link[1])} packets over {len(txq)} tx queues without XPS",

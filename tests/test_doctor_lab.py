@@ -1,0 +1,121 @@
+"""The doctor on a real kernel: each lab problem is induced, named by `nettop doctor --json`
+with its evidence, then fixed with the finding's own `nettop set` line and gone.
+
+The lab is a multi-queue veth pair with the peer in its own namespace (tests/lab.py);
+traffic is iperf3 between the two ends only. Host-wide sysctls a test lowers
+(netdev_max_backlog, netdev_budget) are put back whatever happens. eth0 is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import lab as _lab
+
+NETTOP = [sys.executable, "-m", "nettop.cli"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def doctor(*args: str, netns: str | None = None, state: Path | None = None) -> dict:
+    """`nettop doctor --json ARGS` as a separate process (inside `netns` when given)."""
+    argv = [*NETTOP, "doctor", "--json", *args]
+    if netns:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if state is not None:
+        env["NETTOP_STATE_DIR"] = str(state)
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert run.returncode in (0, 1, 2, 3), run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["worst"] == run.returncode
+    return doc
+
+
+def by_id(doc: dict) -> dict[str, dict]:
+    return {f["id"]: f for f in doc["findings"]}
+
+
+def apply(line: str, netns: str | None = None, state: Path | None = None) -> None:
+    """Run a finding's fix exactly as printed (`nettop set ...`), confirmed."""
+    words = shlex.split(line)
+    assert words[:2] == ["nettop", "set"], line
+    argv = [*NETTOP, "set", "--yes", *words[2:]]
+    if netns:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if state is not None:
+        env["NETTOP_STATE_DIR"] = str(state)
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert run.returncode == 0, f"{line}: {run.stderr}"
+
+
+@contextlib.contextmanager
+def sysctl(name: str, value: str) -> Iterator[None]:
+    path = "/proc/sys/" + name.replace(".", "/")
+    old = _lab.sysfs(path)
+    try:
+        with open(path, "w") as f:
+            f.write(value)
+        yield
+    finally:
+        with open(path, "w") as f:
+            f.write(old)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A journal of our own, so fixes applied here never mix with the host's."""
+    os.environ["NETTOP_STATE_DIR"] = str(tmp_path / "state")
+    yield tmp_path / "state"
+    os.environ.pop("NETTOP_STATE_DIR", None)
+
+
+def tcp_load(lab: _lab.VethLab, seconds: float, reverse: bool = False, extra: list[str] | None = None) -> None:
+    lab.iperf3_server()
+    lab.iperf3_client(seconds, reverse=reverse, extra=extra)
+    time.sleep(0.5)  # the flow is up before the doctor samples
+
+
+def test_the_idle_lab_gives_no_finding(veth_lab):
+    doc = doctor("--seconds", "2", "--iface", veth_lab.host_if)
+    assert doc["findings"] == [], doc["findings"]
+
+
+def test_gro_off_on_a_busy_veth_is_named_and_the_fix_resolves_it(veth_lab, state):
+    # veth starts with GRO off; under a TCP stream it is a busy NIC
+    tcp_load(veth_lab, 20, reverse=True)
+    f = by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))[f"offloads-off:{veth_lab.host_if}"]
+    assert f["fix"] == [f"nettop set features {veth_lab.host_if} gro=on"]
+    assert f["figures"]["gro_off"] == 1 and f["figures"]["pps"] >= 5000
+    apply(f["fix"][0], state=state)
+    assert f"offloads-off:{veth_lab.host_if}" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))
+
+
+def test_tso_off_is_named_and_the_fix_resolves_it(veth_lab, state):
+    _lab.run(["ethtool", "-K", veth_lab.host_if, "tso", "off", "gro", "on"])
+    tcp_load(veth_lab, 20)
+    f = by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))[f"offloads-off:{veth_lab.host_if}"]
+    assert f["fix"] == [f"nettop set features {veth_lab.host_if} tso=on"]
+    apply(f["fix"][0], state=state)
+    assert f"offloads-off:{veth_lab.host_if}" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))
+
+
+def test_no_xps_on_a_sending_multiqueue_veth_and_its_fix(veth_lab, state):
+    tcp_load(veth_lab, 25)
+    f = by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))[f"no-xps:{veth_lab.host_if}"]
+    assert f["figures"]["tx_queues"] == 4 and len(f["fix"]) == 4
+    for line in f["fix"]:
+        apply(line, state=state)
+    masks = [_lab.sysfs(f"/sys/class/net/{veth_lab.host_if}/queues/tx-{q}/xps_cpus") for q in range(4)]
+    assert all(int(m.replace(",", ""), 16) for m in masks)
+    assert f"no-xps:{veth_lab.host_if}" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))
