@@ -119,3 +119,42 @@ def test_no_xps_on_a_sending_multiqueue_veth_and_its_fix(veth_lab, state):
     masks = [_lab.sysfs(f"/sys/class/net/{veth_lab.host_if}/queues/tx-{q}/xps_cpus") for q in range(4)]
     assert all(int(m.replace(",", ""), 16) for m in masks)
     assert f"no-xps:{veth_lab.host_if}" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))
+
+
+def udp_flood(lab: _lab.VethLab, seconds: float) -> None:
+    """Small UDP datagrams from the peer to the host end, four streams, as fast as they go.
+    The sender (iperf3's server, in reverse mode) runs on CPU 0, so RPS to CPU 1 queues
+    every packet across CPUs into CPU 1's backlog."""
+    server = lab.iperf3_server()
+    os.sched_setaffinity(server.pid, {0})
+    lab.iperf3_client(seconds, reverse=True, extra=["-u", "-b", "0", "-l", "64", "-P", "4"])
+    time.sleep(1.0)
+
+
+def test_softnet_drops_from_a_tiny_backlog_with_rps_on_one_cpu_and_the_fix(veth_lab, state):
+    for q in range(4):  # RPS: every rx queue of the host end to CPU 1
+        with open(f"/sys/class/net/{veth_lab.host_if}/queues/rx-{q}/rps_cpus", "w") as f:
+            f.write("2")
+    with sysctl("net.core.netdev_max_backlog", "1"):
+        udp_flood(veth_lab, 25)
+        doc = doctor("--seconds", "3", "--iface", veth_lab.host_if)
+        assert "softnet-drops:host" in by_id(doc), (doc, [p.poll() for p in veth_lab._procs], _lab.sysfs("/proc/net/softnet_stat"))
+        f = by_id(doc)["softnet-drops:host"]
+        assert f["severity"] == "crit" and f["figures"]["dropped_per_s"] >= 1
+        assert f["figures"]["netdev_max_backlog"] == 1 and f["figures"]["cpu"] == 1
+        assert "RPS" in f["title"] and f["figures"]["rps_share"] > 0.9
+        assert f["fix"] == ["nettop set sysctl net.core.netdev_max_backlog 2048"]
+        apply(f["fix"][0], state=state)
+        assert "softnet-drops:host" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))
+
+
+def test_time_squeeze_from_a_tiny_budget_and_the_fix(veth_lab, state):
+    with sysctl("net.core.netdev_budget", "1"), sysctl("net.core.netdev_budget_usecs", "8000"):
+        udp_flood(veth_lab, 25)
+        f = by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))["time-squeeze:host"]
+        assert f["figures"]["netdev_budget"] == 1 and f["figures"]["time_squeeze_per_s"] >= 10
+        assert f["fix"] == ["nettop set sysctl net.core.netdev_budget 600",
+                            "nettop set sysctl net.core.netdev_budget_usecs 16000"]
+        for line in f["fix"]:
+            apply(line, state=state)
+        assert "time-squeeze:host" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))

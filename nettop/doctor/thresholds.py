@@ -18,7 +18,7 @@ CPU_LOADED_PCT = 50.0
 CPU_IDLE_PCT = 50.0
 # softnet-drops, time-squeeze, rx-ring: events/s over the window that count as "rising".
 DROPS_PER_S = 1.0
-SQUEEZE_PER_S = 1.0
+SQUEEZE_PER_S = 10.0  # a flood squeezes now and then at any budget: sustained counts
 MISSED_PER_S = 1.0
 # softnet-drops: RPS is "imbalanced" when one CPU takes this share of received_rps.
 RPS_SHARE = 0.60
