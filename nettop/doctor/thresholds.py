@@ -31,6 +31,8 @@ BLOAT_RATIO = 10.0
 BLOAT_MIN_EXTRA_MS = 1.0
 # ... with a standing queue of at least this many packets in a FIFO qdisc.
 BLOAT_BACKLOG_PKTS = 10
+# ... or bytes (ten 1514-byte frames): with TSO a qdisc holds a few 64 KB GSO packets
+BLOAT_BACKLOG_BYTES = 15_140
 FIFO_QDISCS = ("pfifo_fast", "pfifo", "bfifo", "tbf", "pfifo_head_drop")
 AQM_QDISCS = ("fq_codel", "fq", "cake", "codel", "pie", "fq_pie")
 # coalescing: one queue IRQ this many interrupts/s with this much hardirq time on its CPU.

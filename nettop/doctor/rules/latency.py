@@ -40,7 +40,8 @@ def bufferbloat(ctx: Context) -> Iterator[Finding]:
         if kinds & set(T.AQM_QDISCS):
             continue
         for q in qds:
-            if q.kind in T.FIFO_QDISCS and q.backlog_packets >= T.BLOAT_BACKLOG_PKTS:
+            if q.kind in T.FIFO_QDISCS and (q.backlog_packets >= T.BLOAT_BACKLOG_PKTS
+                                            or q.backlog_bytes >= T.BLOAT_BACKLOG_BYTES):
                 if best is None or q.backlog_packets > best[0]:
                     best = (q.backlog_packets, name, q.kind, q.backlog_bytes)
     if best is None:
@@ -106,11 +107,12 @@ def _pow2(n: int) -> int:
 
 
 def tcp_buffers(ctx: Context) -> Iterator[Finding]:
-    """14. tcp_rmem/tcp_wmem maxima below the bandwidth-delay product (link speed x RTT)."""
+    """14. tcp_rmem/tcp_wmem maxima below the bandwidth-delay product (link speed x idle RTT)."""
     w, snap = ctx.window, ctx.snap
     speeds = [(snap.links[n].speed_mbps or 0, n) for n in nics(snap)
               if snap.links[n].operstate in ("up", "unknown") and snap.links[n].speed_mbps]
-    rtts = [r for r in (_load_rtt(s) for s in w.latency().values()) if r is not None]
+    # the path's own delay (the lowest RTT seen), not one inflated by a queue
+    rtts = [r for r in (w.idle_rtt_ms(t) for t in w.latency()) if r is not None]
     if not speeds or not rtts:
         return
     speed, name = max(speeds)
