@@ -211,7 +211,7 @@ def test_tcp_buffers_below_the_bdp():
                     sysctls={"net.ipv4.tcp_rmem": "4096 131072 4999999", "net.ipv4.tcp_wmem": "4096 16384 5000000"})
     f = rules(host)["tcp-buffers:host"]
     assert f.figures["bdp_bytes"] == 5_000_000
-    assert f.fix == ("nettop set sysctl net.ipv4.tcp_rmem 4096 131072 8388608",)
+    assert f.fix == ("nettop set sysctl net.ipv4.tcp_rmem 4096 131072 16777216",)
     assert rules(with_(host, sysctls={"net.ipv4.tcp_rmem": "4096 131072 5000000"})) == {}
 
 

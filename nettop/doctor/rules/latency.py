@@ -130,7 +130,8 @@ def tcp_buffers(ctx: Context) -> Iterator[Finding]:
     for key, text, _ in short:
         parts = text.split()
         if len(parts) == 3:
-            fix.append(f"nettop set sysctl {key} {parts[0]} {parts[1]} {_pow2(bdp)}")
+            # twice the BDP: with tcp_adv_win_scale 1 half the buffer is overhead, not window
+            fix.append(f"nettop set sysctl {key} {parts[0]} {parts[1]} {_pow2(2 * bdp)}")
     yield Finding(
         "tcp-buffers", "host", Severity.WARN,
         f"{' and '.join(k.rsplit('.', 1)[1] for k, _, _ in short)} max below the bandwidth-delay product "
