@@ -62,11 +62,14 @@ def numa_locality(ctx: Context) -> Iterator[Finding]:
             if cpus and not set(cpus) & local:
                 far_irqs.append(irq)
         far_rps = far_xps = 0
+        xps_fix = []
+        ordered = sorted(local)
         for q in dev.queues if dev else ():
             if q.kind == "rx" and set(mask_cpus(q.rps_cpus)) - local:
                 far_rps += 1
             if q.kind == "tx" and set(mask_cpus(q.xps_cpus)) - local:
                 far_xps += 1
+                xps_fix.append(f"nettop set xps {name} {q.index} {cpus_text([ordered[q.index % len(ordered)]])}")
         if not (far_irqs or far_rps or far_xps):
             continue
         fix = []
@@ -74,6 +77,7 @@ def numa_locality(ctx: Context) -> Iterator[Finding]:
             fix.append(f"nettop set irq {name} numa")
         if far_rps:
             fix.append(f"nettop set rps {name} all {cpus_text(sorted(local))}")
+        fix += xps_fix
         node = dev.numa_node if dev else None
         yield Finding(
             "numa-locality", name, Severity.WARN,
