@@ -205,3 +205,33 @@ def test_tcp_buffers_below_the_bdp_inside_the_peer_namespace_and_the_fix(veth_la
     apply(line, netns=ns, state=tmp_path / "state")
     assert _lab.run(veth_lab.ns(["cat", "/proc/sys/net/ipv4/tcp_rmem"])).stdout.split()[-1] == line.split()[-1]
     assert "tcp-buffers:host" not in by_id(doctor("--seconds", "2", "--ping", veth_lab.host_ip, netns=ns))
+
+
+def test_a_recording_keeps_the_findings_as_events_for_replay_and_report(veth_lab, tmp_path):
+    """Record during induced softnet drops: the finding is an event in the file, the
+    replay source feeds it to the timeline (a marker), and the report has a section."""
+    rec = tmp_path / "run.nettop"
+    for q in range(4):
+        with open(f"/sys/class/net/{veth_lab.host_if}/queues/rx-{q}/rps_cpus", "w") as f:
+            f.write("2")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NETTOP_STATE_DIR": str(tmp_path / "state")}
+    with sysctl("net.core.netdev_max_backlog", "1"):
+        udp_flood(veth_lab, 25)
+        run = subprocess.run([*NETTOP, "record", "-o", str(rec), "--iface", veth_lab.host_if,
+                              "--duration", "4"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert run.returncode == 0, run.stderr
+    from nettop.record.replay import ReplaySource
+    source = ReplaySource(str(rec), 60.0)
+    try:
+        recorded = [e.text for e in source.events if e.kind == "finding"]
+        assert any(t.startswith("crit softnet-drops:host") for t in recorded), recorded
+        while not source.at_end:
+            source.step(1)
+        assert any(e.kind == "finding" for e in source.timeline.events())
+    finally:
+        source.stop()
+    report = subprocess.run([*NETTOP, "report", str(rec), "--no-plots"], capture_output=True, text=True,
+                            env=env, cwd=ROOT, timeout=60)
+    assert report.returncode == 0, report.stderr
+    body = report.stdout.split("## Findings (nettop doctor)", 1)[1]
+    assert "crit softnet-drops:host" in body
