@@ -8,6 +8,7 @@ backwards are judged by `model.counters.delta` (wrap or reset) as the rates are.
 
 from __future__ import annotations
 
+import operator
 from typing import Iterable, Mapping, Sequence
 
 from nettop.model.counters import U32, U64, delta
@@ -102,16 +103,37 @@ class Window:
 
     # --- IRQs, links, queues -----------------------------------------------------------
 
-    def irq_per_cpu(self, irq: int) -> Mapping[int, float]:
-        """CPU -> interrupts/s of one IRQ ({} when its counts were not parsed in both)."""
+    def irq_counts(self, irq: int) -> list[int] | None:
+        """Interrupts of one IRQ per CPU over the window, aligned with `cpus` (None when its
+        counts were not parsed in both samples or the CPU set changed).
+
+        A 256-CPU host has 64 queue IRQs of 256 counts each; the difference is one C-level
+        map, and the rules sum and compare these lists without a Python loop per CPU."""
+        key = ("irq", irq)
+        if key in self._cache:
+            return self._cache[key]  # type: ignore[return-value]
         a = self.first.interrupts.irqs.get(irq)
         b = self.last.interrupts.irqs.get(irq)
-        if a is None or b is None or a.counts is None or b.counts is None or not self.has_rates:
+        out: list[int] | None = None
+        if (a is not None and b is not None and a.counts is not None and b.counts is not None
+                and self.has_rates and self.first.interrupts.cpus == self.last.interrupts.cpus):
+            out = list(map(operator.sub, b.counts, a.counts))
+            if out and min(out) < 0:  # a wrapped (or reset) count: judged one by one
+                out = [_d(x, y, U32) for x, y in zip(a.counts, b.counts)]
+        self._cache[key] = out
+        return out
+
+    @property
+    def cpus(self) -> tuple[int, ...]:
+        """CPU ids of the interrupt counts' columns."""
+        return self.last.interrupts.cpus
+
+    def irq_per_cpu(self, irq: int) -> Mapping[int, float]:
+        """CPU -> interrupts/s of one IRQ, only CPUs it fired on ({} when unknown)."""
+        d = self.irq_counts(irq)
+        if not d:
             return {}
-        if self.first.interrupts.cpus != self.last.interrupts.cpus:
-            return {}
-        return {cpu: _d(x, y, U32) / self.elapsed
-                for cpu, x, y in zip(self.last.interrupts.cpus, a.counts, b.counts)}
+        return {cpu: v / self.elapsed for cpu, v in zip(self.cpus, d) if v}
 
     def link(self, name: str) -> tuple[float, float, float, float] | None:
         """(rx packets/s, tx packets/s, rx bytes/s, tx bytes/s) of an interface."""

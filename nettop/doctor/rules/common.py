@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -70,7 +71,8 @@ def local_cpus(snap: Snapshot, ifname: str) -> tuple[int, ...]:
     t = snap.tuning
     nic = t.nics.get(ifname) if t is not None else None
     if nic is not None and nic.local_cpus:
-        local = tuple(c for c in nic.local_cpus if c in set(online))
+        on = set(online)
+        local = tuple(c for c in nic.local_cpus if c in on)
         if local:
             return local
     dev = snap.devices.get(ifname)
@@ -90,7 +92,9 @@ def node_of_cpus(snap: Snapshot, cpus: Iterable[int]) -> tuple[int, ...]:
     return tuple(c for c in snap.online_cpus if t.cpu_nodes.get(c) in nodes)
 
 
+@functools.lru_cache(maxsize=4096)
 def mask_cpus(mask: str | None) -> tuple[int, ...]:
+    """CPUs of a hex mask; cached: a 64-queue NIC repeats the same few masks every tick."""
     if not mask:
         return ()
     try:

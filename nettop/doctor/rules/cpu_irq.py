@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Iterator
 
 from nettop.doctor import thresholds as T
@@ -17,15 +18,20 @@ def irq_concentration(ctx: Context) -> Iterator[Finding]:
     w, snap = ctx.window, ctx.snap
     loads = w.cpu_pct()
     for name in nics(snap):
-        per_cpu: dict[int, float] = {}
+        acc: list[int] | None = None
         for irq in queue_irqs(snap, name):
-            for cpu, r in w.irq_per_cpu(irq).items():
-                per_cpu[cpu] = per_cpu.get(cpu, 0.0) + r
-        total = sum(per_cpu.values())
+            d = w.irq_counts(irq)
+            if d is not None:
+                acc = d if acc is None else list(map(operator.add, acc, d))
+        if not acc or w.elapsed <= 0:
+            continue
+        count = sum(acc)
+        total = count / w.elapsed
         if total < T.IRQ_BUSY_PER_S:
             continue
-        top = max(per_cpu, key=lambda c: per_cpu[c])
-        share = per_cpu[top] / total
+        i = acc.index(max(acc))
+        top = w.cpus[i]
+        share = acc[i] / count
         soft, hard, _ = loads.get(top, (0.0, 0.0, 100.0))
         if share < T.IRQ_SHARE or soft + hard < T.CPU_LOADED_PCT:
             continue
@@ -39,7 +45,7 @@ def irq_concentration(ctx: Context) -> Iterator[Finding]:
             f"{pct(share)} of {name}'s queue interrupts land on CPU {top} ({soft + hard:.0f} % softirq+hardirq) "
             f"while {len(idle)} CPU(s) of its node idle",
             "one CPU does the whole NIC's softirq work and becomes the bottleneck; the idle CPUs could share it",
-            (f"CPU {top}: {rate(per_cpu[top])} of {rate(total)} interrupts ({pct(share)})",
+            (f"CPU {top}: {rate(acc[i] / w.elapsed)} of {rate(total)} interrupts ({pct(share)})",
              f"CPU {top}: softirq {soft:.0f} %, hardirq {hard:.0f} %",
              f"idle (>= {T.CPU_IDLE_PCT:.0f} %) on the node: CPUs {cpus_text(idle)}"),
             {"share": share, "cpu": float(top), "cpu_load_pct": soft + hard, "irq_per_s": total},
@@ -156,14 +162,15 @@ def coalescing(ctx: Context) -> Iterator[Finding]:
         co = dev.coalesce if dev else None
         worst: tuple[float, int, int] | None = None
         for irq in queue_irqs(snap, name):
-            per_cpu = w.irq_per_cpu(irq)
-            if not per_cpu:
+            d = w.irq_counts(irq)
+            if not d:
                 continue
-            total = sum(per_cpu.values())
-            cpu = max(per_cpu, key=lambda c: per_cpu[c])
-            if total >= T.IRQ_HIGH_PER_S and loads.get(cpu, (0, 0, 0))[1] >= T.HARDIRQ_HIGH_PCT:
-                if worst is None or total > worst[0]:
-                    worst = (total, irq, cpu)
+            total = sum(d) / w.elapsed
+            if total < T.IRQ_HIGH_PER_S:
+                continue
+            cpu = w.cpus[d.index(max(d))]
+            if loads.get(cpu, (0, 0, 0))[1] >= T.HARDIRQ_HIGH_PCT and (worst is None or total > worst[0]):
+                worst = (total, irq, cpu)
         if worst is not None and target is None:
             total, irq, cpu = worst
             if co is not None and "adaptive-rx" in co and not co.get("adaptive-rx"):
