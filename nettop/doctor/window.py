@@ -40,7 +40,7 @@ class Window:
         self.events = list(events)
         self._idle_rtt = idle_rtt  # a running minimum kept by a Watch, else the history's
         self.elapsed = self.last.t_mono - self.first.t_mono
-        self._cache: dict[str, object] = {}
+        self._cache: dict[object, object] = {}
 
     @property
     def has_rates(self) -> bool:
