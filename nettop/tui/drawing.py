@@ -113,7 +113,7 @@ class DrawingMixin(_AppBase):
         probes = self._probe_text(point)
         if probes is not None:
             parts.insert(2, probes)
-        parts += [t for t in (self.doctor_header(),) if t]  # type: ignore[attr-defined]  # doctor_panel
+        parts[1:1] = [t for t in (self.doctor_header(),) if t]  # type: ignore[attr-defined]  # doctor_panel
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_replay_header(self, point: Point | None) -> None:
@@ -136,7 +136,7 @@ class DrawingMixin(_AppBase):
         probes = self._probe_text(point)
         if probes is not None:
             parts.append(probes)
-        parts += [t for t in (self.doctor_header(),) if t]  # type: ignore[attr-defined]  # doctor_panel
+        parts[1:1] = [t for t in (self.doctor_header(),) if t]  # type: ignore[attr-defined]  # doctor_panel
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_notice(self, point: Point | None = None) -> None:
