@@ -1,10 +1,10 @@
 """Host facts the doctor needs and the panels do not: power management, conntrack fill,
 NUMA layout, offloads and the driver's ring-overflow counters.
 
-Most of these change rarely (governor, C-states, NUMA layout, offloads), so
-`TuningReader` re-reads them at most every `slow_s` seconds and keeps the last answer in
-between; what moves per tick (conntrack count, ring-overflow counters) is read every
-time. On a 256-CPU host the governors are read per cpufreq policy
+Some of these change rarely (governor, C-states, NUMA layout), so `TuningReader`
+re-reads them at most every `slow_s` seconds and keeps the last answer in between; what
+moves per tick (conntrack count, ring-overflow counters) and what nettop itself changes
+(offloads, one netlink request per NIC) is read every time. On a 256-CPU host the governors are read per cpufreq policy
 (/sys/devices/system/cpu/cpufreq/policy*/scaling_governor), not per CPU. A file that does
 not exist (no cpufreq in a VM, no nf_conntrack, a virtual NIC without a device) is
 simply left out: that is the normal state of many hosts, not a problem.
@@ -152,7 +152,8 @@ class TuningReader:
             self._idle = read_idle_states(self.root)
             self._nodes = read_cpu_nodes(self.root)
             self._local = {n: read_local_cpus(self.root, n) for n in names}
-            self._features = {n: self._read_features(n) for n in names}
+        # offloads every tick (one netlink request per NIC): a fix must show at once
+        self._features = {n: self._read_features(n) for n in names}
         nics = {n: NicTuning(ifname=n, features=self._features.get(n),
                              rx_missed=read_missed(self.root, n, problems),
                              local_cpus=self._local.get(n)) for n in names}
