@@ -72,11 +72,16 @@ class FindingsTable(LiveTable):
 
 
 class DoctorPanel(Panel):
-    """The findings panel; its own height in the stacked (small terminal) layout."""
+    """The findings panel; its own height in the stacked (small terminal) layout. Hidden
+    until 7 is pressed (the header carries the count): the grid of a large terminal has
+    no cell for a seventh panel, so there 7 zooms it."""
 
     DEFAULT_CSS = """
     DoctorPanel { height: 10; }
     """
+
+    def on_mount(self) -> None:
+        self.display = False
 
 
 def doctor_panel() -> Panel:
@@ -131,6 +136,7 @@ class DoctorMixin:
             (self.doctor_header() or "") + (" · as recorded" if self.replaying else ""))  # type: ignore[attr-defined]
 
     def action_doctor_panel(self) -> None:
+        self.query_one("#doctor", Panel).display = True  # type: ignore[attr-defined]
         self.action_panel("doctor")  # type: ignore[attr-defined]
         if self.zoomed is None and self.screen.has_class("-wide") and self.screen.has_class("-tall"):  # type: ignore[attr-defined]
             self.action_zoom()  # type: ignore[attr-defined]  # the grid has no cell for it
