@@ -235,3 +235,38 @@ def test_a_recording_keeps_the_findings_as_events_for_replay_and_report(veth_lab
     assert report.returncode == 0, report.stderr
     body = report.stdout.split("## Findings (nettop doctor)", 1)[1]
     assert "crit softnet-drops:host" in body
+
+
+def _probes_why() -> str | None:
+    from nettop.ebpf import EbpfProbes
+    ok, why = EbpfProbes.available()
+    return None if ok else why
+
+
+@pytest.mark.skipif(_probes_why() is not None, reason=str(_probes_why()))
+def test_drop_reasons_name_udp_to_a_closed_port_in_words(veth_lab):
+    """--ebpf: UDP to a port nobody listens on in the peer namespace is NO_SOCKET,
+    which the finding says in words."""
+    import socket
+    import threading
+
+    stop = threading.Event()
+
+    def send() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind((veth_lab.host_ip, 0))
+            while not stop.is_set():
+                for _ in range(50):
+                    s.sendto(b"x" * 32, (veth_lab.peer_ip, 9))
+                time.sleep(0.02)
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    try:
+        doc = doctor("--ebpf", "--seconds", "3", "--iface", veth_lab.host_if)
+    finally:
+        stop.set()
+        t.join(5)
+    f = by_id(doc)["drop-reasons:host"]
+    assert "no socket listens on the destination port" in f["title"]
+    assert f["figures"]["NO_SOCKET"] >= 100 and f["severity"] == "info"
