@@ -43,7 +43,7 @@ class FakeHost:
     sysctls: dict[str, str] = field(default_factory=dict)
     irqbalance: bool = False
     rps_sock_flow_entries: int | None = 0
-    qdiscs: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # kind, backlog pkts
+    qdiscs: dict[str, list[tuple]] = field(default_factory=dict)  # kind, backlog pkts[, bytes]
     # target -> (idle rtt ms, loaded p50 ms)
     rtt: dict[str, tuple[float, float]] = field(default_factory=dict)
     missed: dict[str, float] = field(default_factory=dict)
@@ -89,9 +89,9 @@ class FakeHost:
             queues += tuple(QueueConfig("tx", i, xps_cpus=m) for i, m in enumerate(self.tx_queues.get(name, ())))
             devices[name] = DeviceConfig(name, queues=queues, **self.devices.get(name, {}))
         aff = {n: IrqAffinity(n, cpus, cpus, None) for n, cpus in self.affinity.items()}
-        qd = {name: tuple(QdiscStats(name, kind, f"{i + 1}:", "root" if i == 0 else "1:", backlog_packets=b,
-                                     backlog_bytes=b * 1500)
-                          for i, (kind, b) in enumerate(rows)) for name, rows in self.qdiscs.items()}
+        qd = {name: tuple(QdiscStats(name, row[0], f"{i + 1}:", "root" if i == 0 else "1:", backlog_packets=row[1],
+                                     backlog_bytes=row[2] if len(row) > 2 else row[1] * 1500)
+                          for i, row in enumerate(rows)) for name, rows in self.qdiscs.items()}
         latency = {}
         for target, (idle, loaded) in self.rtt.items():
             p50 = idle if k == 0 else loaded

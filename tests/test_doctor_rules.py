@@ -148,8 +148,8 @@ def test_bufferbloat_edges():
     assert rules(with_(host, qdiscs={"eth0": [("tbf", T.BLOAT_BACKLOG_PKTS - 1)]})) == {}
     assert rules(with_(host, qdiscs={"eth0": [("fq_codel", 500)]})) == {}
     # with TSO a few 64 KB packets are a standing queue too: ten frames' worth of bytes
-    assert "bufferbloat:eth0" in rules(with_(host, qdiscs={"eth0": [("tbf", 11)]}))
-    assert T.BLOAT_BACKLOG_BYTES == 10 * 1514
+    assert "bufferbloat:eth0" in rules(with_(host, qdiscs={"eth0": [("tbf", 2, T.BLOAT_BACKLOG_BYTES)]}))
+    assert rules(with_(host, qdiscs={"eth0": [("tbf", 2, T.BLOAT_BACKLOG_BYTES - 1)]})) == {}
     # a tenfold rise of a tiny RTT is not bufferbloat: it must add a millisecond
     assert rules(with_(host, rtt={"peer": (0.01, 0.5)})) == {}
 
