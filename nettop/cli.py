@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the eBPF tracepoint probes (NAPI, hardirq, softirq, drops; root and bcc)")
     from nettop.actions.cli_set import add_subcommands
     add_subcommands(sub)
+    from nettop.doctor import cli as doctor_cli
+    doctor_cli.add_subcommands(sub)
     _record_args(p, sub)
     return p
 
@@ -254,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("set", "undo", "redo", "journal", "restore", "revert"):
             from nettop.actions.cli_set import run as run_tuning
             return run_tuning(args)
+        if args.command == "doctor":
+            from nettop.doctor.cli import run as run_doctor
+            return run_doctor(args)
         if args.command == "record" or (args.record and args.command is None):
             return cmd_record(args)
         if args.command in ("replay", "export", "report"):

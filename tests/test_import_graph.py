@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "nettop"
 # Packages that must never reach the screen stack; `nettop.cli` may, lazily, for the
 # commands that open it (the live view and replay).
-HEADLESS = ("kernel", "model", "collectors", "output", "record", "actions", "ping", "ebpf")
+HEADLESS = ("kernel", "model", "collectors", "output", "record", "actions", "ping", "ebpf", "doctor")
 SCREEN = ("textual", "nettop.tui", "plotext.")  # plotext itself is allowed in the Markdown report
 
 
@@ -96,7 +96,8 @@ with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
              cli.main(["record", "-o", {str(rec)!r}, "--interval", "0.2", "--duration", "0.6"]),
              cli.main(["export", {str(rec)!r}, "--format", "json"]),
              cli.main(["report", {str(rec)!r}, "--no-plots"]),
-             cli.main(["journal"])]
+             cli.main(["journal"]),
+             cli.main(["doctor", "--json", "--seconds", "1", "--interval", "0.5"])]
 print(json.dumps({{"codes": codes, "loaded": sorted(m for m in sys.modules
                                                     if m.split(".")[0] == "textual"
                                                     or m.startswith("nettop.tui"))}}))
@@ -107,4 +108,5 @@ print(json.dumps({{"codes": codes, "loaded": sorted(m for m in sys.modules
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout.strip().splitlines()[-1])
     assert doc["codes"][:4] == [0, 0, 0, 0], doc
+    assert doc["codes"][5] in (0, 1, 2, 3), doc  # doctor: the worst severity found
     assert doc["loaded"] == []

@@ -33,6 +33,7 @@ from nettop.collectors import (
     softirqs,
     softnet,
 )
+from nettop.collectors.host_tuning import TuningReader
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.model.problems import Problem
@@ -74,6 +75,7 @@ class HostReader:
         if root.live:
             self._open_netlink()
         self._queue_counters = queue_counters.QueueCounterReader(self._nl, self._ethtool)
+        self._tuning = TuningReader.live(root)  # the doctor's inputs
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -97,6 +99,7 @@ class HostReader:
                 except OSError:
                     pass
         self._nl = self._rtnl = self._ethtool = None
+        self._tuning.close()
 
     def __enter__(self) -> HostReader:
         return self
@@ -152,6 +155,7 @@ class HostReader:
             root, sorted(mapped | self.follow_irqs),
             lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None)))
         hc = take(host_config.read_host_config(root, self._irqbalance))
+        tuning = take(self._tuning.read(names))
 
         return Snapshot(
             t_mono=t_mono,
@@ -174,6 +178,7 @@ class HostReader:
             read_cpu_s=time.thread_time() - t_cpu,
             latency=self.prober.take() if self.prober is not None else {},
             ebpf=probes.take() if probes is not None and probes.running else None,
+            tuning=tuning,
         )
 
     # --- helpers -----------------------------------------------------------------------

@@ -242,6 +242,32 @@ class HostConfig:
     sysctls: Mapping[str, str] = field(default_factory=dict)  # "net.core.netdev_budget": "300"
 
 
+@dataclass(frozen=True, slots=True)
+class NicTuning:
+    """What the doctor needs of one NIC beyond what the panels show."""
+
+    ifname: str
+    features: Mapping[str, bool] | None = None  # changeable offloads: "gro", "gso", "tso" -> on
+    # rx_missed_errors + rx_fifo_errors + rx_over_errors (sysfs statistics): the ring overflowed
+    rx_missed: int | None = None
+    local_cpus: tuple[int, ...] | None = None  # device/local_cpulist: the NIC's NUMA-local CPUs
+
+
+@dataclass(frozen=True, slots=True)
+class HostTuning:
+    """Host facts the doctor's rules read: power management, conntrack, NUMA layout.
+
+    Optional in a Snapshot (None in recordings made before it existed)."""
+
+    governors: Mapping[str, int] = field(default_factory=dict)  # scaling_governor -> CPUs using it
+    # enabled cpuidle states of CPU 0 as (name, exit latency in µs)
+    idle_states: tuple[tuple[str, int], ...] = ()
+    conntrack_count: int | None = None
+    conntrack_max: int | None = None
+    cpu_nodes: Mapping[int, int] = field(default_factory=dict)  # CPU -> NUMA node
+    nics: Mapping[str, NicTuning] = field(default_factory=dict)
+
+
 # --- the sample ---------------------------------------------------------------------
 
 
@@ -271,3 +297,5 @@ class Snapshot:
     latency: Mapping[str, LatencyStats] = field(default_factory=dict)
     # eBPF probe counts since the previous snapshot, when the probes are on.
     ebpf: EbpfSample | None = None
+    # Doctor inputs (collectors/host_tuning.py); None in older recordings.
+    tuning: HostTuning | None = None

@@ -73,6 +73,16 @@ def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
 _GETTERS: dict[type, Callable[[Any], tuple]] = {c: _getter(names) for c, names in _FIELDS.items() if c is not S.Irq}
 
 
+def _snapshot_fields(obj: Any, _all: Callable[[Any], tuple] = _GETTERS[S.Snapshot]) -> tuple:
+    """Snapshot's fields; `tuning` (the doctor's inputs, added last with a default) is left
+    out when None, so a snapshot without it encodes exactly as before it existed."""
+    values = _all(obj)
+    return values[:-1] if values[-1] is None else values
+
+
+_GETTERS[S.Snapshot] = _snapshot_fields
+
+
 class CodecError(ValueError):
     """A row that cannot be turned back into a snapshot (corrupt or foreign)."""
 

@@ -127,6 +127,8 @@ class Recorder:
         self.stop_event = threading.Event()
         self._queue: queue.Queue[Snapshot | BaseException] = queue.Queue(maxsize=1000)
         self.timeline = Timeline(max_points=2)
+        from nettop.doctor.watch import Watch
+        self.doctor = Watch()
 
     def request_stop(self, *_: Any) -> None:
         self.stop_event.set()
@@ -157,8 +159,9 @@ class Recorder:
                     continue
                 assert isinstance(snap, Snapshot)
                 seen = len(self.timeline.events())
-                self.timeline.append(snap)
+                point = self.timeline.append(snap)
                 events = self.timeline.events()[seen:] + self.journal.poll()
+                events += self.doctor.observe(point, events=events)  # findings as events
                 writer.add_sample(snap, events)
                 if self.on_snapshot is not None:
                     self.on_snapshot(snap)

@@ -105,8 +105,10 @@ def _plot(series: list[Figures]) -> str | None:
 
 
 def build(reader: Reader, plots: bool = True) -> str:
-    series = [figures(s, r) for s, r in pairs(reader)]
-    return render(reader.meta, series, reader.events(), reader.warnings, plots)
+    from nettop.doctor.report import Tail
+    tail = Tail()  # keeps the last samples for the doctor's section
+    series = [figures(s, r) for s, r in tail.feed(pairs(reader))]
+    return render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events())
 
 
 def report(path: str, plots: bool = True) -> int:

@@ -33,6 +33,7 @@ from textual.widgets import Footer
 
 from nettop.model.timeline import Event, Point
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart
+from nettop.tui.doctor_panel import DOCTOR_BINDINGS, DoctorMixin, doctor_panel
 from nettop.tui.drawing import NO_EBPF, NO_LATENCY
 from nettop.tui.ebpf_panel import DropTable, HardirqTable, NapiTable, SoftirqTable
 from nettop.tui.messages import NewPoint, ProbesChanged
@@ -63,7 +64,7 @@ def next_interval(current: float, direction: int) -> float:
     return smaller[-1] if smaller else INTERVAL_STEPS[0]
 
 
-class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
+class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     """The app: layout, data arrival, the view keys; drawing, replay and record keys are
     mixins in their own modules (drawing.py, replay_keys.py, record_keys.py)."""
 
@@ -101,6 +102,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
         *REPLAY_BINDINGS,
         *RECORD_BINDINGS,
         *TUNING_BINDINGS,
+        *DOCTOR_BINDINGS,  # the findings panel (doctor_panel.py)
     ]
 
     def __init__(self, source: Source, window_s: float = 180.0, driver_class=None,  # type: ignore[no-untyped-def]
@@ -151,6 +153,7 @@ class NettopApp(TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
             yield Panel("6 eBPF", EmptyState(NO_EBPF, id="ebpf-empty"), NapiTable(id="napi-table"),
                         SoftirqTable(id="softirq-table"), HardirqTable(id="hardirq-table"),
                         DropTable(id="drop-table"), id="ebpf")
+            yield doctor_panel()  # 7 findings (doctor_panel.py)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

@@ -93,6 +93,7 @@ class DrawingMixin(_AppBase):
         self._draw_qdisc(point, names)
         self._draw_latency(point)
         self._draw_ebpf(point)
+        self._draw_doctor(point)  # type: ignore[attr-defined]  # doctor_panel.DoctorMixin
 
     def _draw_header(self, point: Point | None = None) -> None:
         point = point or self.latest
@@ -117,6 +118,7 @@ class DrawingMixin(_AppBase):
         probes = self._probe_text(point)
         if probes is not None:
             parts.insert(2, probes)
+        parts[1:1] = [t for t in (self.doctor_header(),) if t]  # type: ignore[attr-defined]  # doctor_panel
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_replay_header(self, point: Point | None) -> None:
@@ -139,6 +141,7 @@ class DrawingMixin(_AppBase):
         probes = self._probe_text(point)
         if probes is not None:
             parts.append(probes)
+        parts[1:1] = [t for t in (self.doctor_header(),) if t]  # type: ignore[attr-defined]  # doctor_panel
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_notice(self, point: Point | None = None) -> None:

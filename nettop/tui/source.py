@@ -123,6 +123,8 @@ class LiveSource:
         self._process: Any = None  # psutil.Process, imported when first asked
         self._last_error: str | None = None
         self.tap = RecordingTap()  # the record key; written on the sampler thread
+        from nettop.doctor.watch import Watch
+        self.doctor = Watch()
         self.probe_switch = ProbeSwitch(self._attach_probes)  # the eBPF key
         self._routes: tuple[int, ...] = ()
         self._routes_t: float | None = None
@@ -181,6 +183,7 @@ class LiveSource:
 
     def _on_sample(self, snap) -> None:  # type: ignore[no-untyped-def]
         point = self.timeline.append(snap)
+        self.doctor.observe(point, self.timeline)  # findings panel (7) and chart markers
         if self._mailbox.put(point) and self._wake is not None:
             self._wake()
         self.tap.feed(snap, self.timeline)

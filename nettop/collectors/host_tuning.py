@@ -1,0 +1,176 @@
+"""Host facts the doctor needs and the panels do not: power management, conntrack fill,
+NUMA layout, offloads and the driver's ring-overflow counters.
+
+Some of these change rarely (governor, C-states, NUMA layout), so `TuningReader`
+re-reads them at most every `slow_s` seconds and keeps the last answer in between; what
+moves per tick (conntrack count, ring-overflow counters) and what nettop itself changes
+(offloads, one netlink request per NIC) is read every time. On a 256-CPU host the governors are read per cpufreq policy
+(/sys/devices/system/cpu/cpufreq/policy*/scaling_governor), not per CPU. A file that does
+not exist (no cpufreq in a VM, no nf_conntrack, a virtual NIC without a device) is
+simply left out: that is the normal state of many hosts, not a problem.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+
+from nettop.collectors.cpus import parse_cpu_list, read_cpu_nodes
+from nettop.model.problems import Problem, from_oserror
+from nettop.model.snapshot import HostTuning, NicTuning
+from nettop.kernel.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from nettop.kernel.ethtool_nl import EthtoolNetlink
+
+CPUFREQ = "sys/devices/system/cpu/cpufreq"
+CPUIDLE0 = "sys/devices/system/cpu/cpu0/cpuidle"
+CONNTRACK_COUNT = "proc/sys/net/netfilter/nf_conntrack_count"
+CONNTRACK_MAX = "proc/sys/net/netfilter/nf_conntrack_max"
+# sysfs statistics a driver raises when a frame arrived and the rx ring had no buffer
+MISSED_COUNTERS = ("rx_missed_errors", "rx_fifo_errors", "rx_over_errors")
+FEATURES_SHOWN = ("gro", "gso", "tso")
+_QUIET = (errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.EOPNOTSUPP, errno.ENODEV)
+
+
+def _int(root: SysRoot, rel: str, problems: list[Problem]) -> int | None:
+    try:
+        return int(root.read_line(rel))
+    except OSError as exc:
+        if exc.errno not in _QUIET:
+            problems.append(from_oserror("/" + rel, exc))
+    except ValueError:
+        pass
+    return None
+
+
+def read_governors(root: SysRoot) -> dict[str, int]:
+    """scaling_governor -> number of CPUs it governs (from each policy's affected CPUs)."""
+    out: dict[str, int] = {}
+    try:
+        names = root.listdir(CPUFREQ)
+    except OSError:
+        return out
+    for name in names:
+        if not name.startswith("policy"):
+            continue
+        try:
+            gov = root.read_line(f"{CPUFREQ}/{name}/scaling_governor")
+        except OSError:
+            continue
+        try:
+            n = len(parse_cpu_list(root.read_line(f"{CPUFREQ}/{name}/affected_cpus").replace(" ", ",")))
+        except (OSError, ValueError):
+            n = 1
+        out[gov] = out.get(gov, 0) + max(n, 1)
+    return out
+
+
+def read_idle_states(root: SysRoot) -> tuple[tuple[str, int], ...]:
+    """CPU 0's enabled cpuidle states as (name, exit latency µs), shallowest first."""
+    try:
+        names = root.listdir(CPUIDLE0)
+    except OSError:
+        return ()
+    out: list[tuple[int, str, int]] = []
+    for name in names:
+        if not (name.startswith("state") and name[5:].isdigit()):
+            continue
+        d = f"{CPUIDLE0}/{name}"
+        try:
+            if root.read_line(f"{d}/disable") not in ("0", ""):
+                continue
+        except OSError:
+            pass
+        try:
+            out.append((int(name[5:]), root.read_line(f"{d}/name"), int(root.read_line(f"{d}/latency"))))
+        except (OSError, ValueError):
+            continue
+    return tuple((n, lat) for _, n, lat in sorted(out))
+
+
+def read_local_cpus(root: SysRoot, ifname: str) -> tuple[int, ...] | None:
+    try:
+        return parse_cpu_list(root.read_line(f"sys/class/net/{ifname}/device/local_cpulist"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_missed(root: SysRoot, ifname: str, problems: list[Problem]) -> int | None:
+    total, seen = 0, False
+    for name in MISSED_COUNTERS:
+        v = _int(root, f"sys/class/net/{ifname}/statistics/{name}", problems)
+        if v is not None:
+            total, seen = total + v, True
+    return total if seen else None
+
+
+class TuningReader:
+    """Reads HostTuning per tick; slow facts cached for `slow_s` seconds. Not thread-safe."""
+
+    def __init__(self, root: SysRoot, ethtool_nl: EthtoolNetlink | None = None, slow_s: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.root = root
+        self.slow_s = slow_s
+        self._clock = clock
+        self._nl = ethtool_nl
+        self._last: float | None = None
+        self._governors: dict[str, int] = {}
+        self._idle: tuple[tuple[str, int], ...] = ()
+        self._nodes: dict[int, int] = {}
+        self._features: dict[str, Mapping[str, bool] | None] = {}
+        self._local: dict[str, tuple[int, ...] | None] = {}
+
+    @classmethod
+    def live(cls, root: SysRoot) -> TuningReader:
+        """With an ethtool netlink socket for offloads when the root is the live kernel."""
+        nl = None
+        if root.live:
+            try:
+                from nettop.kernel.ethtool_nl import EthtoolNetlink
+                nl = EthtoolNetlink()
+            except OSError:
+                nl = None
+        return cls(root, nl)
+
+    def close(self) -> None:
+        if self._nl is not None:
+            try:
+                self._nl.close()
+            except OSError:
+                pass
+            self._nl = None
+
+    def read(self, ifnames: Iterable[str]) -> tuple[HostTuning, list[Problem]]:
+        problems: list[Problem] = []
+        names = [n for n in ifnames if n != "lo"]
+        now = self._clock()
+        if self._last is None or now - self._last >= self.slow_s or set(names) - self._local.keys():
+            self._last = now
+            self._governors = read_governors(self.root)
+            self._idle = read_idle_states(self.root)
+            self._nodes = read_cpu_nodes(self.root)
+            self._local = {n: read_local_cpus(self.root, n) for n in names}
+        # offloads every tick (one netlink request per NIC): a fix must show at once
+        self._features = {n: self._read_features(n) for n in names}
+        nics = {n: NicTuning(ifname=n, features=self._features.get(n),
+                             rx_missed=read_missed(self.root, n, problems),
+                             local_cpus=self._local.get(n)) for n in names}
+        return HostTuning(
+            governors=dict(self._governors),
+            idle_states=self._idle,
+            conntrack_count=_int(self.root, CONNTRACK_COUNT, problems),
+            conntrack_max=_int(self.root, CONNTRACK_MAX, problems),
+            cpu_nodes=dict(self._nodes),
+            nics=nics,
+        ), problems
+
+    def _read_features(self, ifname: str) -> Mapping[str, bool] | None:
+        if self._nl is None:
+            return None
+        try:
+            feats = self._nl.get_features(ifname)
+        except OSError:
+            return None
+        return {k: v for k, v in feats.items() if k in FEATURES_SHOWN}

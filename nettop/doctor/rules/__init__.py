@@ -1,0 +1,1 @@
+"""Rule families; each module's `RULES` is a tuple of functions Context -> findings."""

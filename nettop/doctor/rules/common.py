@@ -1,0 +1,130 @@
+"""What every rule is handed, and the small helpers several rules share."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
+from nettop.doctor.finding import Finding
+from nettop.doctor.window import Window
+from nettop.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorConfig:
+    """What the operator told the doctor; the defaults suit `nettop doctor` with no flags."""
+
+    window_s: float = 5.0
+    # With a latency target (ms) the rules that trade latency for CPU speak up.
+    latency_target_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    window: Window
+    config: DoctorConfig
+
+    @property
+    def snap(self) -> Snapshot:
+        return self.window.last
+
+
+Rule = Callable[[Context], Iterable[Finding]]
+
+# Sources named in findings and docs/doctor.md
+RH = "Red Hat Enterprise Linux Network Performance Tuning Guide"
+SCALING = "Linux Documentation/networking/scaling.rst"
+INTEL = "Intel ixgbe/82599 Linux driver README (interrupt moderation, rings)"
+MLX = "NVIDIA/Mellanox performance tuning guide for mlx4/mlx5 (IRQ affinity, NUMA)"
+RH_LOWLAT = "Red Hat low-latency performance tuning guide (C-states, governor)"
+
+
+def nics(snap: Snapshot) -> list[str]:
+    """Interfaces a rule judges: not lo, not a bond/bridge (their members are judged)."""
+    return [n for n, link in sorted(snap.links.items()) if n != "lo" and not link.is_aggregate]
+
+
+def queue_irqs(snap: Snapshot, ifname: str, kinds: tuple[str, ...] = ("rx", "tx", "combined")) -> list[int]:
+    qm = snap.queue_maps.get(ifname)
+    if qm is None:
+        return []
+    return sorted({i for q in qm.queues if q.kind in kinds for i in q.irqs})
+
+
+def rx_queue_count(snap: Snapshot, ifname: str) -> int:
+    qm = snap.queue_maps.get(ifname)
+    n = len([q for q in qm.queues if q.kind in ("rx", "combined")]) if qm else 0
+    if n:
+        return n
+    ch = snap.devices.get(ifname)
+    if ch is not None and ch.channels:
+        return int(ch.channels.get("combined", 0) or 0) + int(ch.channels.get("rx", 0) or 0)
+    link = snap.links.get(ifname)
+    return link.num_rx_queues if link else 0
+
+
+def local_cpus(snap: Snapshot, ifname: str) -> tuple[int, ...]:
+    """The NIC's NUMA-local online CPUs; every online CPU when that is not known."""
+    online = snap.online_cpus
+    t = snap.tuning
+    nic = t.nics.get(ifname) if t is not None else None
+    if nic is not None and nic.local_cpus:
+        on = set(online)
+        local = tuple(c for c in nic.local_cpus if c in on)
+        if local:
+            return local
+    dev = snap.devices.get(ifname)
+    if t is not None and dev is not None and dev.numa_node is not None and t.cpu_nodes:
+        local = tuple(c for c in online if t.cpu_nodes.get(c) == dev.numa_node)
+        if local:
+            return local
+    return tuple(online)
+
+
+def node_of_cpus(snap: Snapshot, cpus: Iterable[int]) -> tuple[int, ...]:
+    """Online CPUs on the same NUMA node(s) as `cpus` (all online when nodes are unknown)."""
+    t = snap.tuning
+    if t is None or not t.cpu_nodes:
+        return tuple(snap.online_cpus)
+    nodes = {t.cpu_nodes.get(c) for c in cpus}
+    return tuple(c for c in snap.online_cpus if t.cpu_nodes.get(c) in nodes)
+
+
+@functools.lru_cache(maxsize=4096)
+def mask_cpus(mask: str | None) -> tuple[int, ...]:
+    """CPUs of a hex mask; cached: a 64-queue NIC repeats the same few masks every tick."""
+    if not mask:
+        return ()
+    try:
+        return parse_cpu_mask(mask)
+    except ValueError:
+        return ()
+
+
+def cpus_text(cpus: Iterable[int]) -> str:
+    """A CPU list for a `nettop set` line; CPU 0 alone is "0-0", since a lone "0" is the
+    empty mask (off) to `set rps` and `set xps`."""
+    text = format_cpu_list(cpus)
+    return "0-0" if text == "0" else text
+
+
+def sysctl_int(snap: Snapshot, name: str) -> int | None:
+    text = snap.host_config.sysctls.get(name)
+    try:
+        return int(text.split()[-1]) if text else None
+    except ValueError:
+        return None
+
+
+def pct(x: float) -> str:
+    return f"{100.0 * x:.0f} %"
+
+
+def rate(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.1f}M/s"
+    if x >= 1e4:
+        return f"{x / 1e3:.0f}k/s"
+    return f"{x:.1f}/s" if x < 100 else f"{x:.0f}/s"

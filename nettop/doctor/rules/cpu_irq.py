@@ -1,0 +1,205 @@
+"""Where the NIC's interrupts land: concentration, NUMA locality, irqbalance, coalescing."""
+
+from __future__ import annotations
+
+import operator
+from typing import Iterator
+
+from nettop.doctor import thresholds as T
+from nettop.doctor.finding import Finding, Severity
+from nettop.doctor.rules.common import (
+    INTEL, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, node_of_cpus, pct,
+    queue_irqs, rate,
+)
+
+
+def irq_concentration(ctx: Context) -> Iterator[Finding]:
+    """1. A NIC's queue IRQs sit mostly on one loaded CPU while others on the node idle."""
+    w, snap = ctx.window, ctx.snap
+    loads = w.cpu_pct()
+    for name in nics(snap):
+        acc: list[int] | None = None
+        for irq in queue_irqs(snap, name):
+            d = w.irq_counts(irq)
+            if d is not None:
+                acc = d if acc is None else list(map(operator.add, acc, d))
+        if not acc or w.elapsed <= 0:
+            continue
+        count = sum(acc)
+        total = count / w.elapsed
+        if total < T.IRQ_BUSY_PER_S:
+            continue
+        i = acc.index(max(acc))
+        top = w.cpus[i]
+        share = acc[i] / count
+        soft, hard, _ = loads.get(top, (0.0, 0.0, 100.0))
+        if share < T.IRQ_SHARE or soft + hard < T.CPU_LOADED_PCT:
+            continue
+        node = node_of_cpus(snap, [top])
+        idle = [c for c in node if c != top and loads.get(c, (0, 0, 0))[2] >= T.CPU_IDLE_PCT]
+        if not idle:
+            continue
+        pool = sorted({top, *idle})
+        yield Finding(
+            "irq-concentration", name, Severity.WARN,
+            f"{pct(share)} of {name}'s queue interrupts land on CPU {top} ({soft + hard:.0f} % softirq+hardirq) "
+            f"while {len(idle)} CPU(s) of its node idle",
+            "one CPU does the whole NIC's softirq work and becomes the bottleneck; the idle CPUs could share it",
+            (f"CPU {top}: {rate(acc[i] / w.elapsed)} of {rate(total)} interrupts ({pct(share)})",
+             f"CPU {top}: softirq {soft:.0f} %, hardirq {hard:.0f} %",
+             f"idle (>= {T.CPU_IDLE_PCT:.0f} %) on the node: CPUs {cpus_text(idle)}"),
+            {"share": share, "cpu": float(top), "cpu_load_pct": soft + hard, "irq_per_s": total},
+            w.span, (f"nettop set irq {name} spread {cpus_text(pool)}",), None, f"{RH}; {MLX}")
+
+
+def numa_locality(ctx: Context) -> Iterator[Finding]:
+    """2. Queue IRQs, RPS or XPS CPUs on a NUMA node other than the NIC's."""
+    snap = ctx.snap
+    online = set(snap.online_cpus)
+    for name in nics(snap):
+        local = set(local_cpus(snap, name))
+        if not local or local >= online:
+            continue  # one node, or locality unknown
+        dev = snap.devices.get(name)
+        far_irqs = []
+        for irq in queue_irqs(snap, name):
+            aff = snap.irq_affinity.get(irq)
+            cpus = (aff.effective or aff.affinity) if aff else None
+            if cpus and not set(cpus) & local:
+                far_irqs.append(irq)
+        far_rps = far_xps = 0
+        xps_fix = []
+        ordered = sorted(local)
+        for q in dev.queues if dev else ():
+            if q.kind == "rx" and set(mask_cpus(q.rps_cpus)) - local:
+                far_rps += 1
+            if q.kind == "tx" and set(mask_cpus(q.xps_cpus)) - local:
+                far_xps += 1
+                xps_fix.append(f"nettop set xps {name} {q.index} {cpus_text([ordered[q.index % len(ordered)]])}")
+        if not (far_irqs or far_rps or far_xps):
+            continue
+        fix = []
+        if far_irqs:
+            fix.append(f"nettop set irq {name} numa")
+        if far_rps:
+            fix.append(f"nettop set rps {name} all {cpus_text(sorted(local))}")
+        fix += xps_fix
+        node = dev.numa_node if dev else None
+        yield Finding(
+            "numa-locality", name, Severity.WARN,
+            f"{name} is on NUMA node {node if node is not None else '?'} but "
+            + ", ".join(x for x in (f"{len(far_irqs)} queue IRQ(s)" if far_irqs else "",
+                                    f"RPS of {far_rps} rx queue(s)" if far_rps else "",
+                                    f"XPS of {far_xps} tx queue(s)" if far_xps else "") if x)
+            + " use CPUs of another node",
+            "every packet then crosses the interconnect: remote memory, slower and with more jitter",
+            (f"NIC-local CPUs: {cpus_text(sorted(local))}",
+             f"remote IRQs: {', '.join(map(str, far_irqs[:8]))}{' ...' if len(far_irqs) > 8 else ''}" if far_irqs
+             else "remote IRQs: none"),
+            {"far_irqs": float(len(far_irqs)), "far_rps": float(far_rps), "far_xps": float(far_xps)},
+            ctx.window.span, tuple(fix), None, f"{MLX}; {SCALING} (RPS/XPS: use CPUs of the NIC's node)")
+
+
+def _manual_spread(ctx: Context, name: str) -> bool:
+    """Each queue IRQ pinned to its own single CPU: the mark of a hand-made (or nettop) spread."""
+    snap = ctx.snap
+    irqs = queue_irqs(snap, name)
+    if len(irqs) < 2:
+        return False
+    cpus = []
+    for irq in irqs:
+        aff = snap.irq_affinity.get(irq)
+        if aff is None or aff.affinity is None or len(aff.affinity) != 1:
+            return False
+        cpus.append(aff.affinity[0])
+    return len(set(cpus)) == len(cpus)
+
+
+def irqbalance(ctx: Context) -> Iterator[Finding]:
+    """3. irqbalance running over manual IRQ affinity; or no irqbalance and every NIC IRQ on CPU 0."""
+    snap = ctx.snap
+    moved = [e for e in ctx.window.events if e.kind == "tuning" and " irq" in f" {e.text.lower()}"]
+    for name in nics(snap):
+        irqs = queue_irqs(snap, name)
+        if snap.host_config.irqbalance_running:
+            if moved or _manual_spread(ctx, name):
+                yield Finding(
+                    "irqbalance", name, Severity.WARN,
+                    f"irqbalance is running while {name}'s queue IRQs carry a manual affinity",
+                    "irqbalance never reads back what an operator set: it will move these IRQs again within seconds",
+                    (f"{len(irqs)} queue IRQs pinned one per CPU" if not moved else f"{len(moved)} IRQ change(s) this session",
+                     "irqbalance: running"),
+                    {"irqs": float(len(irqs))}, ctx.window.span, (),
+                    "systemctl disable --now irqbalance  (or ban these IRQs: nettop set irq ... --ban)",
+                    f"{RH} (irqbalance); {MLX}")
+            continue
+        if len(irqs) < 2 or len(snap.online_cpus) < 2:
+            continue
+        on0 = []
+        for irq in irqs:
+            aff = snap.irq_affinity.get(irq)
+            cpus = (aff.effective or aff.affinity) if aff else None
+            on0.append(cpus == (0,))
+        if all(on0):
+            local = local_cpus(snap, name)
+            yield Finding(
+                "irqbalance", name, Severity.WARN,
+                f"no irqbalance, and all {len(irqs)} of {name}'s queue IRQs are on CPU 0",
+                "CPU 0 does all the NIC's interrupt and softirq work while the other CPUs cannot help",
+                (f"{len(irqs)} queue IRQs: effective affinity CPU 0", "irqbalance: not running"),
+                {"irqs": float(len(irqs))}, ctx.window.span,
+                (f"nettop set irq {name} spread {cpus_text(local)}",), None, f"{RH} (irqbalance, smp_affinity)")
+
+
+def coalescing(ctx: Context) -> Iterator[Finding]:
+    """10. Interrupt rate per queue very high with high hardirq%; or, with a latency target,
+    adaptive / high rx-usecs holding packets back."""
+    w, snap = ctx.window, ctx.snap
+    loads = w.cpu_pct()
+    target = ctx.config.latency_target_ms
+    for name in nics(snap):
+        dev = snap.devices.get(name)
+        co = dev.coalesce if dev else None
+        worst: tuple[float, int, int] | None = None
+        for irq in queue_irqs(snap, name):
+            d = w.irq_counts(irq)
+            if not d:
+                continue
+            total = sum(d) / w.elapsed
+            if total < T.IRQ_HIGH_PER_S:
+                continue
+            cpu = w.cpus[d.index(max(d))]
+            if loads.get(cpu, (0, 0, 0))[1] >= T.HARDIRQ_HIGH_PCT and (worst is None or total > worst[0]):
+                worst = (total, irq, cpu)
+        if worst is not None and target is None:
+            total, irq, cpu = worst
+            if co is not None and "adaptive-rx" in co and not co.get("adaptive-rx"):
+                fix = f"nettop set coalesce {name} adaptive-rx=on"
+            else:
+                usecs = int(co.get("rx-usecs", 0)) if co else 0
+                fix = f"nettop set coalesce {name} rx-usecs={max(50, 2 * usecs)}"
+            yield Finding(
+                "coalescing", name, Severity.WARN,
+                f"IRQ {irq} of {name} fires {rate(total)} with {loads[cpu][1]:.0f} % hardirq on CPU {cpu}",
+                "each interrupt costs a context switch; batching a few µs of packets per interrupt frees the CPU",
+                (f"IRQ {irq}: {rate(total)} on CPU {cpu}", f"CPU {cpu} hardirq {loads[cpu][1]:.0f} %",
+                 f"coalescing: {dict(co) if co else 'unknown'}"),
+                {"irq_per_s": total, "hardirq_pct": loads[cpu][1]}, w.span, (fix,), None, f"{INTEL}; {RH}")
+            continue
+        if target is not None and co is not None:
+            adaptive = bool(co.get("adaptive-rx"))
+            usecs = int(co.get("rx-usecs", 0))
+            if adaptive or usecs > T.LOW_LATENCY_RX_USECS:
+                parts = (["adaptive-rx=off"] if adaptive else []) + [f"rx-usecs={min(usecs, T.LOW_LATENCY_RX_USECS) if usecs else 0}"]
+                yield Finding(
+                    "coalescing", name, Severity.WARN,
+                    f"{name} holds received packets back (adaptive-rx {'on' if adaptive else 'off'}, rx-usecs {usecs}) "
+                    f"against a {target:g} ms latency target",
+                    "interrupt moderation waits up to rx-usecs (adaptive: more under load) before raising the "
+                    "interrupt, which adds straight to every packet's latency",
+                    (f"adaptive-rx {'on' if adaptive else 'off'}, rx-usecs {usecs}", f"latency target {target:g} ms"),
+                    {"rx_usecs": float(usecs), "adaptive_rx": float(adaptive)}, w.span,
+                    (f"nettop set coalesce {name} " + " ".join(parts),), None, f"{INTEL}; {RH}")
+
+
+RULES = (irq_concentration, numa_locality, irqbalance, coalescing)

@@ -1,0 +1,71 @@
+"""The backlog and the NAPI budget: softnet `dropped` and `time_squeeze` rising."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from nettop.doctor import thresholds as T
+from nettop.doctor.finding import Finding, Severity
+from nettop.doctor.rules.common import RH, SCALING, Context, cpus_text, pct, rate, sysctl_int
+
+
+def softnet_drops(ctx: Context) -> Iterator[Finding]:
+    """4. softnet `dropped` rising: the per-CPU backlog is full, or RPS sends it all to one CPU."""
+    w, snap = ctx.window, ctx.snap
+    sn = w.softnet()
+    drops = {c: v[1] for c, v in sn.items() if v[1] > 0}
+    total = sum(drops.values())
+    if total < T.DROPS_PER_S:
+        return
+    top = max(drops, key=lambda c: drops[c])
+    backlog = sysctl_int(snap, "net.core.netdev_max_backlog")
+    rps = {c: v[3] for c, v in sn.items()}
+    rps_total = sum(rps.values())
+    imbalanced = rps_total > 0 and rps.get(top, 0.0) / rps_total >= T.RPS_SHARE and len(snap.online_cpus) > 1
+    fix = []
+    if backlog is not None:
+        fix.append(f"nettop set sysctl net.core.netdev_max_backlog {max(2 * backlog, 2048)}")
+    title = (f"softnet drops {rate(total)}: the backlog of CPU {top} overflows"
+             + (f" and RPS steers {pct(rps[top] / rps_total)} of its packets there" if imbalanced else ""))
+    yield Finding(
+        "softnet-drops", "host", Severity.CRIT, title,
+        "packets are thrown away after the NIC delivered them: the per-CPU input queue "
+        "(netdev_max_backlog) was full" + ("; RPS concentrates the flows on one CPU" if imbalanced else ""),
+        (f"dropped {rate(total)} in all, {rate(drops[top])} on CPU {top}",
+         f"net.core.netdev_max_backlog = {backlog if backlog is not None else '?'}",
+         f"CPUs dropping: {cpus_text(sorted(drops))}")
+        + ((f"received_rps on CPU {top}: {rate(rps[top])} of {rate(rps_total)}",) if imbalanced else ()),
+        {"dropped_per_s": total, "cpu": float(top), "netdev_max_backlog": float(backlog or 0),
+         "rps_share": rps.get(top, 0.0) / rps_total if rps_total else 0.0},
+        w.span, tuple(fix), "spread RPS: nettop set rps IFACE all CPUS" if imbalanced else None,
+        f"{RH} (softnet_stat column 2, netdev_max_backlog); {SCALING} (RPS)")
+
+
+def time_squeeze(ctx: Context) -> Iterator[Finding]:
+    """5. time_squeeze rising: NAPI polling ran out of budget or time with work left."""
+    w, snap = ctx.window, ctx.snap
+    sq = {c: v[2] for c, v in w.softnet().items() if v[2] > 0}
+    total = sum(sq.values())
+    if total < T.SQUEEZE_PER_S:
+        return
+    top = max(sq, key=lambda c: sq[c])
+    budget = sysctl_int(snap, "net.core.netdev_budget")
+    usecs = sysctl_int(snap, "net.core.netdev_budget_usecs")
+    fix = []
+    if budget is not None:
+        fix.append(f"nettop set sysctl net.core.netdev_budget {max(2 * budget, 600)}")
+    if usecs is not None:
+        fix.append(f"nettop set sysctl net.core.netdev_budget_usecs {max(2 * usecs, 4000)}")
+    yield Finding(
+        "time-squeeze", "host", Severity.WARN,
+        f"time_squeeze {rate(total)}: the NET_RX softirq ran out of budget with packets still waiting",
+        "the rest waits for the next softirq round (or ksoftirqd), adding latency; sustained, the ring overflows",
+        (f"time_squeeze {rate(total)} in all, {rate(sq[top])} on CPU {top}",
+         f"net.core.netdev_budget = {budget if budget is not None else '?'}, "
+         f"netdev_budget_usecs = {usecs if usecs is not None else '?'}"),
+        {"time_squeeze_per_s": total, "cpu": float(top), "netdev_budget": float(budget or 0),
+         "netdev_budget_usecs": float(usecs or 0)},
+        w.span, tuple(fix), None, f"{RH} (softnet_stat column 3, netdev_budget)")
+
+
+RULES = (softnet_drops, time_squeeze)
