@@ -148,6 +148,32 @@ async def test_at_80x24_the_summary_is_the_screen_and_the_panels_are_one_key_awa
         await ctx.__aexit__(None, None, None)
 
 
+def without_finding(app) -> list[str]:
+    """The summary's lines after the doctor's line (the scripted host drops packets)."""
+    lines = app.query_one(SummaryView).text_lines()
+    return lines[1:] if lines and lines[0].startswith(" 7 ") else lines
+
+
+async def test_the_worst_finding_leads_the_summary_and_7_opens_the_doctor():
+    src = ScriptedSource()
+    app = NettopApp(src)
+    ctx, pilot = await drawn(app, src, ticks=4)
+    try:
+        first = app.query_one(SummaryView).text_lines()[0]
+        shown = app._doctor_shown  # what this frame drew
+        assert shown, "the scripted host's softnet drops make a finding"
+        worst = max(shown, key=lambda f: f.severity)
+        assert first.startswith(f" 7 {worst.severity.label} {worst.subject}: "), first
+        assert len(first) <= 80 and (len(shown) == 1 or f"+{len(shown) - 1} more" in first), first
+        assert f"findings {len(shown)}" in app.query_one("#header").text
+        await pilot.press("7")
+        await pilot.pause()
+        assert not app.summary_shown() and app.zoomed == "doctor"
+        assert app.query_one("#doctor").region.height > 5
+    finally:
+        await ctx.__aexit__(None, None, None)
+
+
 async def test_at_120x40_the_full_panels_stay_and_v_shows_the_summary():
     src = ScriptedSource()
     app = NettopApp(src)
@@ -157,7 +183,7 @@ async def test_at_120x40_the_full_panels_stay_and_v_shows_the_summary():
         await pilot.press("v")
         await pilot.pause()
         assert app.query_one("#summary").display
-        assert app.query_one(SummaryView).text_lines()[0].startswith(" 3 interfaces")
+        assert without_finding(app)[0].startswith(" 3 interfaces")
     finally:
         await ctx.__aexit__(None, None, None)
 
@@ -170,7 +196,7 @@ async def test_resizing_the_terminal_switches_between_summary_and_panels():
         assert not app.summary_shown()
         await pilot.resize_terminal(80, 24)
         await pilot.pause(0.2)
-        assert app.summary_shown() and app.query_one(SummaryView).text_lines()[1].startswith(" eth0 ●")
+        assert app.summary_shown() and without_finding(app)[1].startswith(" eth0 ●")
         await pilot.resize_terminal(130, 40)
         await pilot.pause(0.2)
         assert not app.summary_shown() and app.query_one("#queues").region.height > 5
@@ -183,7 +209,7 @@ async def test_the_default_route_interface_leads_and_picked_idle_links_unfold():
     app = NettopApp(src)
     ctx, pilot = await drawn(app, src)
     try:
-        lines = app.query_one(SummaryView).text_lines()
+        lines = without_finding(app)
         assert lines[1].startswith(" veth2 ●"), lines
         app.picked = frozenset({"eth0", "ifb0"})
         app.redraw()

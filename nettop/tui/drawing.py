@@ -82,6 +82,8 @@ class DrawingMixin(_AppBase):
 
     def _draw(self, point: Point) -> None:
         names = self.shown(point)
+        # first: the header counts the findings and the summary leads with the worst
+        self._draw_doctor(point)  # type: ignore[attr-defined]  # doctor_panel.DoctorMixin
         self._draw_header(point)
         self._draw_notice(point)
         if self.query_one("#summary").display:  # the panels are hidden: drawn when shown
@@ -93,7 +95,6 @@ class DrawingMixin(_AppBase):
         self._draw_qdisc(point, names)
         self._draw_latency(point)
         self._draw_ebpf(point)
-        self._draw_doctor(point)  # type: ignore[attr-defined]  # doctor_panel.DoctorMixin
 
     def _draw_header(self, point: Point | None = None) -> None:
         point = point or self.latest
@@ -177,6 +178,8 @@ class DrawingMixin(_AppBase):
             idle=[(n, links[n].operstate if n in links else "gone") for n in idle],
             cpus=model.cpu_rows(point), latency=model.latency_rows(point.snapshot), latency_trend=lat_trend,
             qdiscs=model.qdisc_summaries(point, busy), probing=bool(getattr(self.source, "prober", None)),
+            findings=[(f.severity.label, f"{f.subject}: {f.title}") for f in sorted(
+                getattr(self, "_doctor_shown", []), key=lambda f: -f.severity.value)],
         )
         box = self.query_one("#summary")
         width, height = box.size

@@ -15,7 +15,7 @@ over on a tall-enough terminal hold a throughput chart of the busiest interfaces
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Mapping, Sequence
 
 from rich.segment import Segment
@@ -52,6 +52,7 @@ class SummaryData:
     latency_trend: Mapping[str, Sequence[float]]  # avg RTT per target, oldest first
     qdiscs: Sequence[QdiscSummary]
     probing: bool  # a latency probe runs (targets may not have answered yet)
+    findings: Sequence[tuple[str, str]] = ()  # the doctor's (severity label, title), worst first
 
 
 def _head(width: int, key: str, title: str, columns: str = "", title_w: int | None = None) -> Line:
@@ -222,10 +223,23 @@ def qdisc_lines(rows: Sequence[QdiscSummary], width: int, room: int) -> list[Lin
     return out
 
 
+def finding_line(findings: Sequence[tuple[str, str]], width: int) -> Line:
+    """One line for the doctor: the worst finding and how many more (7 opens the panel)."""
+    label, title = findings[0]
+    more = f"  +{len(findings) - 1} more" if len(findings) > 1 else ""
+    lead = " 7 "
+    body = _fit(f"{label} {title}", max(0, width - len(lead) - len(more)))
+    return ((lead, "key"), (body, "hot" if label == "crit" else "warm"), (more, "muted"))
+
+
 def summary_lines(data: SummaryData, width: int, height: int) -> list[Line]:
     """The whole summary in at most `height` lines of at most `width` columns: the CPU,
     latency and qdisc sections take what they need (a few lines each), the interfaces
-    the rest; what does not fit is counted on a line of its own."""
+    the rest; what does not fit is counted on a line of its own. The doctor's worst
+    finding, when there is one, comes first: it is what to act on."""
+    if data.findings and height > 7:
+        return [finding_line(data.findings, width)] + summary_lines(
+            replace(data, findings=()), width, height - 1)
     def full(n: int, most: int) -> int:  # heading + rows + "+N more"
         return 1 + max(1, min(n, most) + (n > most))
 
