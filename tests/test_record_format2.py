@@ -152,10 +152,14 @@ def test_a_changed_timestamp_is_caught_by_the_crc(reads, tmp_path):
 def test_a_damaged_row_costs_its_chain_from_there_on_not_more(reads, tmp_path):
     path = recorded(str(tmp_path / "d.nettop"), reads)
     # flip the first byte: a zeroblob is no damage when the row's interrupt delta was zeros already
-    before = sqlite3.connect(path).execute("SELECT ints FROM sample WHERE seq = 30").fetchone()[0]
-    tamper(path, "UPDATE sample SET ints = CASE WHEN substr(ints, 1, 1) = X'00' THEN X'01' ELSE X'00' END"
-           " || substr(ints, 2) WHERE seq = 30")
-    assert before and sqlite3.connect(path).execute("SELECT ints FROM sample WHERE seq = 30").fetchone()[0] != before
+    # (in Python: SQL's || would turn the blob into text)
+    db = sqlite3.connect(path)
+    before = bytes(db.execute("SELECT ints FROM sample WHERE seq = 30").fetchone()[0])
+    assert before
+    db.execute("UPDATE sample SET ints = ? WHERE seq = 30", (bytes([before[0] ^ 0xFF]) + before[1:],))
+    db.commit()
+    db.close()
+    assert bytes(sqlite3.connect(path).execute("SELECT ints FROM sample WHERE seq = 30").fetchone()[0]) != before
     r = Reader(path)
     got = list(r.snapshots())
     assert got == reads[:29] + reads[KEY_EVERY:]
