@@ -16,6 +16,9 @@ DATA = Path(__file__).parent / "data"
 
 # tests/vm runs inside the VM tier's guest only (test_vm_tier.py boots it and sets this)
 collect_ignore = [] if os.environ.get("NETTOP_IN_VM") else ["vm"]
+# tests/vm_realdrv runs inside the real-driver guest only (test_vm_realdrv.py boots it)
+if not os.environ.get("NETTOP_IN_REALDRV"):
+    collect_ignore.append("vm_realdrv")
 
 
 @pytest.fixture(scope="session", autouse=True)

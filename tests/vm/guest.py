@@ -16,7 +16,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -27,6 +27,7 @@ DEFAULT_DIR = Path(os.environ.get("NETTOP_VM_DIR", "/var/cache/nettop-vm"))
 class GuestRun:
     rc: int
     output: str
+    kept: dict[str, bytes] = field(default_factory=dict)  # what the guest left in /tmp/vmout
 
 
 def why_not() -> str | None:
@@ -52,8 +53,14 @@ def build(work: Path = DEFAULT_DIR, timeout: float = 1800) -> Path:
 
 
 def run(argv: list[str], work: Path = DEFAULT_DIR, cwd: str | None = None, env: dict[str, str] | None = None,
-        timeout: float = 1500, cpus: int = 2, mem_mb: int = 1024) -> GuestRun:
-    """Boot the guest, run argv in cwd (default: ours) as root, power off."""
+        timeout: float = 1500, cpus: int = 2, mem_mb: int = 1024, devices: list[str] | None = None,
+        netns: str | None = None, keep: bool = False) -> GuestRun:
+    """Boot the guest, run argv in cwd (default: ours) as root, power off.
+
+    `devices` are extra qemu arguments (NICs and their -netdev backends); `netns` runs
+    qemu inside that network namespace, where the NICs' tap devices live, so nothing of
+    the guest's traffic reaches this machine's own interfaces. With `keep`, the files the
+    guest wrote to /tmp/vmout come back in `kept`."""
     kver = (work / "done").read_text().strip()
     cwd = cwd or os.getcwd()
     with tempfile.TemporaryDirectory(prefix="out.", dir=work) as out:
@@ -68,7 +75,10 @@ def run(argv: list[str], work: Path = DEFAULT_DIR, cwd: str | None = None, env: 
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
             "-virtfs", f"local,path={out},mount_tag=out,security_model=none",
             "-append", f"console=ttyS0 panic=-1 quiet loglevel=1 klmods={work}/kroot/lib/modules/{kver}",
+            *(devices or []),
         ]
+        if netns:
+            qemu = ["ip", "netns", "exec", netns, *qemu]
         try:
             p = subprocess.run(qemu, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
             output = p.stdout.decode(errors="replace")
@@ -78,7 +88,9 @@ def run(argv: list[str], work: Path = DEFAULT_DIR, cwd: str | None = None, env: 
             rc = int(Path(out, "rc").read_text().strip())
         except (OSError, ValueError):
             rc = 255
-    return GuestRun(rc, _clean(output))
+        kept = {f.name: f.read_bytes() for f in Path(out).iterdir()
+                if keep and f.is_file() and f.name not in ("cmd.sh", "rc")}
+    return GuestRun(rc, _clean(output), kept)
 
 
 def _clean(text: str) -> str:
