@@ -201,7 +201,8 @@ def test_4_rps_steers_a_virtio_rx_queue_to_another_cpu_and_undo_stops_it(nics, t
             irq_cpu = kv.affinity(queues[k])[1][0]
             c = min((x for x in s1.online_cpus if x != irq_cpu), key=lambda x: before.cpus[x].net_rx_per_s or 0)
             rps_before = before.cpus[c].received_rps_per_s or 0
-            apply(tuner, f"nettop set rps {nics.virtio} {k} {c}")
+            # as a mask: a lone `0` means RPS off (as `echo 0 > rps_cpus`), not CPU 0
+            apply(tuner, f"nettop set rps {nics.virtio} {k} 0x{1 << c:x}")
             assert int(Path(f"/sys/class/net/{nics.virtio}/queues/rx-{k}/rps_cpus").read_text().replace(",", ""),
                        16) == 1 << c
             first = r.read()
