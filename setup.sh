@@ -10,6 +10,8 @@ mode=${1:-run}
 shift || true
 
 debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils-ping procps)
+# the tests start a real Prometheus server against `nettop serve` (tests/test_serve_prometheus.py)
+[ "$mode" = test ] && debs+=(prometheus)
 if [ "$(id -u)" = 0 ]; then
   debs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
   missing=()

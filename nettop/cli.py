@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_subcommands(sub)
     from nettop.doctor import cli as doctor_cli
     doctor_cli.add_subcommands(sub)
+    from nettop.serve import cli as serve_cli
+    serve_cli.add_subcommands(sub, _interval, _root)
+    _ping_args(sub.choices["serve"], prefix="serve_")
     _record_args(p, sub)
     return p
 
@@ -259,6 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "doctor":
             from nettop.doctor.cli import run as run_doctor
             return run_doctor(args)
+        if args.command == "serve":
+            from nettop.serve.cli import run as run_serve
+            return run_serve(args, _prober(args.serve_ping or args.ping, args.serve_ping_interval or args.ping_interval),
+                             _start_probes)
         if args.command == "record" or (args.record and args.command is None):
             return cmd_record(args)
         if args.command in ("replay", "export", "report"):

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "nettop"
 # Packages that must never reach the screen stack; `nettop.cli` may, lazily, for the
 # commands that open it (the live view and replay).
-HEADLESS = ("kernel", "model", "collectors", "output", "record", "actions", "ping", "ebpf", "doctor")
+HEADLESS = ("kernel", "model", "collectors", "output", "record", "actions", "ping", "ebpf", "doctor", "serve")
 SCREEN = ("textual", "nettop.tui", "plotext.")  # plotext itself is allowed in the Markdown report
 
 
@@ -85,7 +85,7 @@ def test_headless_modules_import_only_headless_nettop_modules_at_all():
 
 
 def test_headless_commands_run_without_loading_textual(tmp_path):
-    """At run time: the snapshot, record, export and report commands, in one process."""
+    """At run time: the snapshot, record, export, report, doctor and serve paths, in one process."""
     rec = tmp_path / "r.ntrec"
     script = f"""
 import contextlib, io, json, sys
@@ -98,6 +98,12 @@ with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
              cli.main(["report", {str(rec)!r}, "--no-plots"]),
              cli.main(["journal"]),
              cli.main(["doctor", "--json", "--seconds", "1", "--interval", "0.5"])]
+    from nettop.collectors.host import HostReader
+    from nettop.serve.server import Exporter
+    with HostReader() as r:
+        ex = Exporter(r, 1.0)
+        ex.observe(r.read())
+        codes.append(0 if "nettop_softirq_net_rx_total" in (ex.render() or "") else 1)
 print(json.dumps({{"codes": codes, "loaded": sorted(m for m in sys.modules
                                                     if m.split(".")[0] == "textual"
                                                     or m.startswith("nettop.tui"))}}))
@@ -109,4 +115,5 @@ print(json.dumps({{"codes": codes, "loaded": sorted(m for m in sys.modules
     doc = json.loads(run.stdout.strip().splitlines()[-1])
     assert doc["codes"][:4] == [0, 0, 0, 0], doc
     assert doc["codes"][5] in (0, 1, 2, 3), doc  # doctor: the worst severity found
+    assert doc["codes"][6] == 0, doc  # serve's exporter rendered /metrics
     assert doc["loaded"] == []

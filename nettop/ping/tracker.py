@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from nettop.ping.histogram import RttHistogram
 from nettop.ping.stats import LatencyStats, summarize
 
 STALL_NS = 200_000  # a clock-read-to-qdisc gap longer than this is a stall, not the stack
@@ -43,6 +44,7 @@ class Tracker:
         self.duplicates = 0  # lifetime counts, for tests and diagnostics
         self.late = 0
         self.foreign = 0  # replies that matched no probe of ours
+        self.histogram = RttHistogram()  # lifetime, for `nettop serve`
 
     # --- events from the socket code ---------------------------------------------
 
@@ -81,11 +83,13 @@ class Tracker:
             self.late += 1
             with self._lock:
                 self._sent += 1
+            self.histogram.lost()
             return False
         self._remember(self._answered, probe)
         with self._lock:
             self._sent += 1
             self._rtts.append(rtt_ns / 1e6)
+        self.histogram.observe(rtt_ns / 1e9)
         self.error = None
         return True
 
@@ -97,6 +101,7 @@ class Tracker:
             self._remember(self._expired, probe)
             with self._lock:
                 self._sent += 1
+            self.histogram.lost()
 
     def expire(self, now_mono_ns: int) -> tuple[list[int], int | None]:
         """Count probes older than the timeout as lost.
@@ -114,6 +119,7 @@ class Tracker:
         if gone:
             with self._lock:
                 self._sent += len(gone)
+            self.histogram.lost(len(gone))
         nxt = next(iter(self.pending.values()), None)
         return gone, (nxt.mono_ns + self.timeout_ns if nxt else None)
 
