@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_subcommands(sub)
     from nettop.doctor import cli as doctor_cli
     doctor_cli.add_subcommands(sub)
+    from nettop.fleet import cli as fleet_cli
+    fleet_cli.add_subcommands(sub)
     from nettop.serve import cli as serve_cli
     serve_cli.add_subcommands(sub, _interval, _root)
     _ping_args(sub.choices["serve"], prefix="serve_")
@@ -262,6 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "doctor":
             from nettop.doctor.cli import run as run_doctor
             return run_doctor(args)
+        if args.command in ("persist", "apply"):
+            from nettop.fleet.cli import run as run_fleet
+            return run_fleet(args)
         if args.command == "serve":
             from nettop.serve.cli import run as run_serve
             return run_serve(args, _prober(args.serve_ping or args.ping, args.serve_ping_interval or args.ping_interval),
