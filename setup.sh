@@ -11,7 +11,8 @@ shift || true
 
 debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils-ping procps)
 # the tests start a real Prometheus server against `nettop serve` (tests/test_serve_prometheus.py)
-[ "$mode" = test ] && debs+=(prometheus)
+# and apply `nettop persist --format udev` .link files with udevadm (tests/test_fleet_lab.py)
+if [ "$mode" = test ]; then debs+=(prometheus udev); fi
 if [ "$(id -u)" = 0 ]; then
   debs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
   missing=()
