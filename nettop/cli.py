@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_subcommands(sub)
     from nettop.doctor import cli as doctor_cli
     doctor_cli.add_subcommands(sub)
+    from nettop.experiment import cli as experiment_cli
+    experiment_cli.add_subcommands(sub)
     from nettop.fleet import cli as fleet_cli
     fleet_cli.add_subcommands(sub)
     from nettop.serve import cli as serve_cli
@@ -264,6 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "doctor":
             from nettop.doctor.cli import run as run_doctor
             return run_doctor(args)
+        if args.command == "experiment":
+            from nettop.experiment.cli import run as run_experiment
+            return run_experiment(args)
         if args.command in ("persist", "apply"):
             from nettop.fleet.cli import run as run_fleet
             return run_fleet(args)

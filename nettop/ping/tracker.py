@@ -45,6 +45,7 @@ class Tracker:
         self.late = 0
         self.foreign = 0  # replies that matched no probe of ours
         self.histogram = RttHistogram()  # lifetime, for `nettop serve`
+        self.raw: list[float] | None = None  # every RTT in ms while set (nettop experiment's phases)
 
     # --- events from the socket code ---------------------------------------------
 
@@ -90,6 +91,9 @@ class Tracker:
             self._sent += 1
             self._rtts.append(rtt_ns / 1e6)
         self.histogram.observe(rtt_ns / 1e9)
+        raw = self.raw
+        if raw is not None and len(raw) < 1_000_000:
+            raw.append(rtt_ns / 1e6)
         self.error = None
         return True
 

@@ -108,7 +108,13 @@ def build(reader: Reader, plots: bool = True) -> str:
     from nettop.doctor.report import Tail
     tail = Tail()  # keeps the last samples for the doctor's section
     series = [figures(s, r) for s, r in tail.feed(pairs(reader))]
-    return render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events())
+    out = render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events())
+    if reader.meta.get("experiment"):
+        from nettop.experiment.table import from_events, markdown
+        rows = from_events([e.text for e in reader.events() if e.kind == "experiment"])
+        if rows:
+            out += f"\n## Experiment: {reader.meta['experiment']}\n\n{markdown(rows)}"
+    return out
 
 
 def report(path: str, plots: bool = True) -> int:
