@@ -37,6 +37,10 @@ def main() -> int:
     print("|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    exp = outcome.kept.get("experiment.md")
+    if exp:
+        print("\nnettop experiment in the guest (e1000e, 128 flows):\n")
+        print(exp.decode())
     result = [line for line in outcome.output.splitlines() if " passed" in line or " failed" in line]
     print(f"\nguest: {result[-1] if result else 'no pytest summary'} (exit {outcome.rc})")
     if args.keep:

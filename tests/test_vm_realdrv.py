@@ -20,7 +20,7 @@ from vm import realdrv
 
 pytestmark = pytest.mark.vm
 
-GUEST_TESTS = 7
+GUEST_TESTS = 8
 
 
 @pytest.mark.timeout(2700)
@@ -42,6 +42,9 @@ def test_the_real_driver_tier_passes_and_its_recording_replays(tmp_path):
 
     print("\n".join("\t".join(row) for row in realdrv.effects(outcome.output)))
     paths = realdrv.write_kept(outcome, tmp_path)
+    exp = tmp_path / "experiment.md"
+    assert exp.exists(), "the guest's experiment left no table"
+    print(exp.read_text())
     rec = next((p for p in paths if p.name == "realdrv.nettop"), None)
     assert rec is not None, f"the guest left no recording: {[p.name for p in paths]}"
     src = ReplaySource(str(rec))
