@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -107,3 +108,35 @@ def test_rates_of_any_counters_never_raise_and_are_never_negative_or_absurd(a, b
             if not 0 <= v < (1 << 64 if 4 <= i <= 9 else 1 << 32)]
     if wide:
         assert rates.problems, "a counter outside its width must be reported"
+
+
+# -- experiment plans: typed by people, so any text is a plan or one PlanError line -------
+
+_PLAN = (Path(__file__).resolve().parent.parent / "docs" / "examples" / "lab-queues.toml").read_text()
+_PLAN_VALUES = st.one_of(st.integers(-2**70, 2**70).map(str), st.floats(allow_nan=True).map(repr),
+                         st.sampled_from(["true", "false", "nan", "inf", "-inf", "1e400", "0x7fffffff"]),
+                         st.text(max_size=12).map(lambda s: '"' + s.replace("\\", "").replace('"', "") + '"'),
+                         st.just("[]"), st.just("{}"), st.just('["nettop set"]'), st.just('"nettop set rps lo 0 1"'))
+
+
+@FIXED
+@given(st.integers(0, 10_000), st.integers(0, 40), _PLAN_VALUES, st.binary(max_size=8))
+def test_any_damaged_experiment_plan_parses_or_gives_one_plan_error(pos, cut, value, junk):
+    """A plan with a value swapped, bytes cut or junk spliced in: an ExperimentPlan with
+    values in range, or a PlanError of one line; never another exception."""
+    from nettop.experiment.plan import PlanError, parse
+
+    lines = _PLAN.splitlines()
+    i = pos % len(lines)
+    if "=" in lines[i]:
+        lines[i] = lines[i].split("=", 1)[0] + "= " + value
+    text = "\n".join(lines)
+    j = pos % (len(text) + 1)
+    text = text[:j] + junk.decode("latin-1") + text[j + cut:]
+    try:
+        plan = parse(text, "fuzz.toml")
+    except PlanError as exc:
+        assert "\n" not in str(exc).strip()
+        return
+    assert plan.variants and plan.timing.repeats >= 1
+    assert 0 < plan.load.flows <= 10_000

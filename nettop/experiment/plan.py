@@ -29,12 +29,13 @@ lines is rewritten from the plan's to the override.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import subprocess
 import tomllib
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 MAX_FLOWS = 1000
 IPERF3_MAX_PARALLEL = 128  # iperf3 -P refuses more
@@ -165,7 +166,10 @@ def parse(text: str, source: str = "plan") -> ExperimentPlan:
         if not lines or not all(isinstance(x, str) for x in lines):
             raise PlanError(f"{where}set must be a list of `nettop set ...` lines")
         for line in lines:
-            words = shlex.split(line) if line.strip() else []
+            try:
+                words = shlex.split(line) if line.strip() else []
+            except ValueError:
+                raise PlanError(f"{where}{line[:60]!r}: unbalanced quotes") from None
             if words[:2] != ["nettop", "set"]:
                 raise PlanError(f"{where}{line[:60]!r} is not a `nettop set ...` line")
         variants.append(Variant(vname, tuple(lines)))
@@ -190,13 +194,22 @@ def load(path: str) -> ExperimentPlan:
 def changes_of(line: str) -> list[Any]:
     """The Changes of one `nettop set` line, parsed as the CLI parses it."""
     from nettop.actions.base import ActionError
-    from nettop.actions.cli_set import build_changes
-    from nettop.cli import build_parser
+    from nettop.actions.cli_set import add_subcommands, build_changes
 
-    words = shlex.split(line)
+    class _Quiet(argparse.ArgumentParser):
+        # a bad line is reported once, as a PlanError naming the line, not as usage text
+        def error(self, message: str) -> NoReturn:
+            raise SystemExit(2)
+
+        def print_help(self, file: Any = None) -> None:
+            pass
+
+    parser = _Quiet(prog="nettop", add_help=False)
+    add_subcommands(parser.add_subparsers(dest="command", parser_class=_Quiet))
     try:
-        args = build_parser().parse_args(words[1:])
-    except SystemExit:
+        words = shlex.split(line)
+        args = parser.parse_args(words[1:])
+    except (SystemExit, ValueError):
         raise PlanError(f"{line[:80]!r} is not a valid `nettop set` line (try it with --dry-run)") from None
     try:
         return build_changes(args)
