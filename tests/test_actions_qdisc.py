@@ -155,3 +155,56 @@ def test_tbf_with_tc_units_reads_back_as_tc_prints_it(veth_lab, tmp_path):
                 if q.get("root"))
     assert root["kind"] == "tbf" and root["options"]["rate"] == 12_500_000  # tc -j: bytes/s
     t.undo()
+
+
+def _tc_qdiscs(ifname: str) -> list[dict]:
+    import json
+
+    from lab import run
+
+    return json.loads(run(["tc", "-j", "qdisc", "show", "dev", ifname]).stdout)
+
+
+def test_tbf_with_a_child_queues_behind_the_shaper_and_undo_brings_back_tbf_own_fifo(veth_lab, tmp_path):
+    """`tbf ... children=KIND` is KIND behind a rate limit: tc shows the child under tbf's
+    class 1; undo from there to a plain tbf gives tbf its hidden byte FIFO again."""
+    dev = veth_lab.host_if
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    shaper = {"rate": "20mbit", "burst": "15k", "limit": "1m"}
+    t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": shaper})]), confirmed=True)
+    assert [q["kind"] for q in _tc_qdiscs(dev)] == ["tbf"]  # its own FIFO is invisible
+    res = t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": shaper, "children": "pfifo_fast"})]),
+                  confirmed=True)
+    assert res[0].verified, res[0].line()
+    qs = _tc_qdiscs(dev)
+    root = next(q for q in qs if q.get("root"))
+    assert [q["kind"] for q in qs] == ["tbf", "pfifo_fast"]
+    assert qs[1]["parent"] == root["handle"] + "1"  # "80ba:" + "1": tbf's one class
+    assert RootQdisc(dev).read()["children"] == "pfifo_fast"
+    t.undo()
+    assert [q["kind"] for q in _tc_qdiscs(dev)] == ["tbf"]
+    assert "children" not in RootQdisc(dev).read()
+    t.undo()
+    assert RootQdisc(dev).read()["kind"] == "noqueue"
+
+
+def test_a_tbf_child_this_kernel_lacks_is_named_and_the_root_is_put_back(veth_lab, tmp_path):
+    if os.path.exists("/sys/module/sch_fq_codel"):
+        pytest.skip("this kernel has sch_fq_codel")
+    dev = veth_lab.host_if
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    with pytest.raises(ActionError, match="this kernel has no sch_fq_codel: .* or pick another child"):
+        t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": {"rate": "20mbit", "burst": "15k"},
+                                                "children": "fq_codel"})]), confirmed=True)
+    assert RootQdisc(dev).read()["kind"] == "noqueue"  # the half-made tbf was rolled back
+
+
+@pytest.mark.parametrize("value,message", [
+    ({"kind": "htb", "children": "pfifo"}, "htb takes no children=; only mq and tbf do"),
+    ({"kind": "tbf", "params": {"rate": 1000, "burst": 1500}, "children": "htb"}, "tbf children must be a classless"),
+    ({"kind": "tbf", "params": {"rate": 1000, "burst": 1500}, "children": "tbf"}, "tbf children must be a classless"),
+    ({"kind": "pfifo", "children": "pfifo"}, "pfifo takes no children="),
+])
+def test_children_only_where_the_kernel_has_a_class_for_them(veth_lab, value, message):
+    with pytest.raises(ActionError, match=message):
+        RootQdisc(veth_lab.host_if).normalize(value)

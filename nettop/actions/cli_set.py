@@ -65,7 +65,7 @@ def add_subcommands(sub: Any) -> None:
         a = what.add_parser(name, help="IFACE KEY=VALUE...")
         a.add_argument("iface")
         a.add_argument("pairs", nargs="+")
-    a = what.add_parser("qdisc", help="IFACE KIND [KEY=VALUE...] (mq: children=KIND)")
+    a = what.add_parser("qdisc", help="IFACE KIND [KEY=VALUE...] (mq, tbf: children=KIND)")
     a.add_argument("iface")
     a.add_argument("qkind")
     a.add_argument("pairs", nargs="*")

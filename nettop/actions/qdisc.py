@@ -13,6 +13,10 @@ target/interval in microseconds, fq maxrate in bytes/s; cake bandwidth in bit/s.
 The value is a dict: {"kind": "tbf", "params": {"rate": 1250000, ...}}, plus
 "children" for mq and "default": true for a kernel-attached root. Read-back compares
 the kind and each parameter that was requested and that the kernel reports back.
+
+tbf takes "children" too: the qdisc that holds what the shaper delays (`tbf ...
+children=fq_codel` is fq_codel behind a rate limit, the bufferbloat case). Without it
+tbf keeps its own hidden byte FIFO of `limit` bytes. The child gets its kind's defaults.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from nettop.actions.typed import bare, clip, whole
 
 TC_H_ROOT = 0xFFFFFFFF
 KINDS = ("pfifo_fast", "pfifo", "bfifo", "tbf", "htb", "fq_codel", "fq", "cake", "mq", "noqueue")
+# kinds with a child per class that `children=KIND` picks, and the kinds a child may be
+PARENTS = ("mq", "tbf")
+LEAVES = ("pfifo_fast", "pfifo", "bfifo", "fq_codel", "fq", "cake")
 # parameters a user may give, per kind, with how to parse them (all whole numbers)
 PARAMS: dict[str, tuple[str, ...]] = {
     "pfifo_fast": (), "pfifo": ("limit",), "bfifo": ("limit",),
@@ -188,10 +195,11 @@ class RootQdisc(Setting):
         kind = root.get_attr("TCA_KIND")
         value: dict[str, Any] = {"kind": kind, "params": _options(kind, root.get_attr("TCA_OPTIONS")),
                                  "default": root["handle"] == 0}
-        if kind == "mq":
+        if kind in PARENTS and root["handle"]:
             kids = sorted({q.get_attr("TCA_KIND") for q in qdiscs if q["parent"] >> 16 == root["handle"] >> 16
                            and q["parent"] != TC_H_ROOT})
-            value["children"] = kids[0] if len(kids) == 1 else ",".join(kids)
+            if kids:  # tbf's own FIFO is hidden from dumps: no kids means "none chosen"
+                value["children"] = kids[0] if len(kids) == 1 else ",".join(kids)
         return value
 
     def normalize(self, value: Value) -> Value:
@@ -200,9 +208,11 @@ class RootQdisc(Setting):
             raise ActionError(f"qdisc {clip(value.get('kind') if isinstance(value, dict) else value)} is not one "
                               f"nettop sets; use one of {', '.join(KINDS[:-1])}")
         kind = value["kind"]
-        child = value.get("children") or "pfifo_fast"
-        if kind == "mq" and (child not in KINDS or child in ("mq", "htb", "noqueue")):
-            raise ActionError(f"mq children must be a classless qdisc, not {clip(child)}")
+        child = value.get("children") or ("pfifo_fast" if kind == "mq" else None)
+        if child is not None and kind not in PARENTS:
+            raise ActionError(f"{kind} takes no children=; only {' and '.join(PARENTS)} do")
+        if child is not None and child not in LEAVES:
+            raise ActionError(f"{kind} children must be a classless qdisc ({', '.join(LEAVES)}), not {clip(child)}")
         pkind = child if kind == "mq" else kind  # mq's parameters are its children's
         params = value.get("params") or {}
         if not isinstance(params, dict):
@@ -230,7 +240,7 @@ class RootQdisc(Setting):
             raise ActionError(f"mq needs a multi-queue device and {self.ifname} has one tx queue; "
                               "pick a classless qdisc", errno.EOPNOTSUPP)
         out: dict[str, Any] = {"kind": kind, "params": params, "default": bool(value.get("default"))}
-        if kind == "mq":
+        if child is not None:
             out["children"] = child
         return out
 
@@ -251,7 +261,12 @@ class RootQdisc(Setting):
                 if kind == "mq":
                     self._write_mq(ipr, idx, value)
                     return
+                if kind == "tbf" and not value.get("children") and self.read().get("children"):
+                    # a tbf change keeps its grafted child; only a new tbf gets its own FIFO back
+                    ipr.tc("del", index=idx, parent=TC_H_ROOT)
                 ipr.tc("replace", kind, idx, handle=0, parent=TC_H_ROOT, **_tc_args(kind, params))
+                if kind == "tbf" and value.get("children"):
+                    self._write_child(ipr, idx, value["children"])
         except NetlinkError as exc:
             if exc.code == errno.ENOENT:
                 k = value.get("children") if kind == "mq" else kind
@@ -277,6 +292,21 @@ class RootQdisc(Setting):
         for i in range(1, ntx + 1):
             ipr.tc("replace", child, idx, handle=0, parent=major | i, **_tc_args(child, value.get("params") or {}))
 
+    def _write_child(self, ipr: Any, idx: int, child: str) -> None:
+        """Graft `child` under the tbf root just written (its class is HANDLE:1)."""
+        root = next((q for q in ipr.get_qdiscs(idx) if q["parent"] == TC_H_ROOT), None)
+        if root is None or root.get_attr("TCA_KIND") != "tbf" or not root["handle"]:
+            raise ActionError(f"qdisc {self.ifname}: the tbf root vanished before its child was added")
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        try:
+            ipr.tc("replace", child, idx, handle=0, parent=root["handle"] | 1)
+        except NetlinkError as exc:
+            if exc.code == errno.ENOENT:  # tbf itself was created: it is the child's kind that is missing
+                raise ActionError(f"this kernel has no sch_{child}: load it with `modprobe sch_{child}` "
+                                  "or pick another child", errno.ENOENT) from None
+            raise
+
     def matches(self, requested: Value, after: Value) -> bool:
         if not isinstance(after, dict) or not isinstance(requested, dict) or \
                 not isinstance(requested.get("params", {}), dict):
@@ -285,7 +315,8 @@ class RootQdisc(Setting):
             return bool(after.get("default"))
         if after.get("kind") != requested["kind"]:
             return False
-        if requested["kind"] == "mq" and after.get("children") != requested.get("children"):
+        if requested["kind"] in PARENTS and requested.get("children") and \
+                after.get("children") != requested.get("children"):
             return False
         got = after.get("params") or {}
         kind = requested.get("children") if requested["kind"] == "mq" else requested["kind"]
