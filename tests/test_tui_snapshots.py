@@ -164,3 +164,43 @@ def test_replay_at_a_tuning_change(snap_compare, theme, size, tmp_path):
                 break
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def with_experiment_bar(ticks: int = 20):
+    """The live view while an experiment runs: the panels above, its progress bar below."""
+    from nettop.tui.experiment_keys import bar_text
+
+    async def run_before(pilot) -> None:
+        await feed(ticks)(pilot)
+        pilot.app._set_bar(bar_text(3, 8, "tbf-long-queue #2: load on"))
+        await pilot.pause()
+    return run_before
+
+
+RESULT_TABLE = """# queue length behind a 20 Mbit/s shaper
+
+| variant | runs | throughput | RTT load p50 ms | RTT load p99 ms | drops/s | retrans |
+|---|---|---|---|---|---|---|
+| baseline (noqueue) | 2/2 | 17.6G | 0.04 | 0.06 | 0.0 | 418 |
+| tbf-short-queue | 2/2 | 19.2M | 2.25 | 5.17 | 431.4 | 2,314 |
+| tbf-long-queue | 2/2 | 19.9M | 58.00 | 142.92 | 0.0 | 2,047 |
+"""
+
+
+@pytest.mark.parametrize("theme", THEME_ORDER)
+@pytest.mark.parametrize("size", LAB_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_experiment_progress_bar_under_the_live_panels(snap_compare, theme, size):
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=with_experiment_bar())
+
+
+@pytest.mark.parametrize("theme", THEME_ORDER)
+@pytest.mark.parametrize("size", LAB_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_experiment_results_table(snap_compare, theme, size):
+    from nettop.tui.experiment_keys import ResultScreen
+
+    async def run_before(pilot) -> None:
+        await feed(3)(pilot)
+        pilot.app.push_screen(ResultScreen(RESULT_TABLE, "wrote experiment-1/results.md, results.csv, charts.txt "
+                                                         "and the recording experiment-1/run.nettop · escape closes"))
+        await pilot.pause()
+    assert snap_compare(app_in(theme), terminal_size=size, run_before=run_before)

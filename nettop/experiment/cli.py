@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -35,7 +36,6 @@ def run(args: argparse.Namespace) -> int:
     from nettop.experiment import plan as planmod
     from nettop.experiment.load import LoadError
     from nettop.experiment.runner import Runner
-    from nettop.experiment.table import charts, csv_text, markdown, summarize
     from nettop.record.store import RecordingError
 
     tuner = Tuner()
@@ -61,18 +61,38 @@ def run(args: argparse.Namespace) -> int:
         print("nettop experiment: interrupted; the running variant was reverted "
               "(`nettop journal` shows it, `nettop restore` puts back anything left)", file=sys.stderr)
         return 130
+    out_files = write_outputs(plan.name, phases, out, charts=not args.no_charts)
+    print(out_files.text)
+    print(f"\nwrote {out_files.summary} (nettop replay / nettop report)")
+    return 1 if out_files.failed else 0
+
+
+@dataclass(frozen=True)
+class Outputs:
+    text: str      # what the terminal shows: the Markdown table and the charts
+    table: str     # the Markdown table alone
+    summary: str   # "DIR/results.md, results.csv, ... and the recording DIR/run.nettop"
+    failed: bool   # a variant failed (dead-man switch or an error)
+
+
+def write_outputs(name: str, phases: list[Any], out: str, charts: bool = True) -> Outputs:
+    """results.md, results.csv and charts.txt in `out`, from the run's phases; the CLI
+    and the live view's experiment key write the same files."""
+    from nettop.experiment.table import charts as draw_charts, csv_text, markdown, summarize
+
     rows = summarize(phases)
     table = markdown(rows)
     with open(os.path.join(out, "results.md"), "w") as f:
-        f.write(f"# {plan.name}\n\n{table}")
+        f.write(f"# {name}\n\n{table}")
     with open(os.path.join(out, "results.csv"), "w") as f:
         f.write(csv_text(rows))
-    print(f"# {plan.name}\n\n{table}")
-    if not args.no_charts:
-        text = charts(rows)
+    text = f"# {name}\n\n{table}"
+    files = "results.md, results.csv"
+    if charts:
+        chart_text = draw_charts(rows)
         with open(os.path.join(out, "charts.txt"), "w") as f:
-            f.write(text)
-        print(text)
-    print(f"\nwrote {out}/results.md, results.csv, charts.txt and the recording {recording} "
-          f"(nettop replay / nettop report)")
-    return 1 if any(r.failed for r in rows) else 0
+            f.write(chart_text)
+        text += "\n" + chart_text
+        files += ", charts.txt"
+    return Outputs(text, table, f"{out}/{files} and the recording {os.path.join(out, 'run.nettop')}",
+                   any(r.failed for r in rows))

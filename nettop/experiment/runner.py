@@ -10,13 +10,15 @@ report` rebuilds the table from the file alone.
 
 The dead-man switch watches each sample under load: 100 % probe loss for 3 s, or no
 bytes on the interface for 3 s, and the variant is reverted at once and marked failed.
-A Ctrl-C reverts the running variant before it returns; a kill -9 leaves the journal,
-and `nettop restore` puts the host back.
+A Ctrl-C, or `stop()` from another thread (the live view's stop key), reverts the
+running variant before the run returns; a kill -9 leaves the journal, and `nettop
+restore` puts the host back.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -30,6 +32,10 @@ from nettop.model.timeline import Event
 
 DEADMAN_S = 3.0
 EVENT_KIND = "experiment"
+
+
+class Stopped(Exception):
+    """`Runner.stop()` was called: the running variant has been reverted."""
 
 
 @dataclass
@@ -57,6 +63,11 @@ class Runner:
         self._tracker: Any = None
         self._history: list[Snapshot] = []
         self._load_started = 0.0
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        """Ask the run to end at its next sample; the running variant is reverted first."""
+        self._stop.set()
 
     # -- the run --------------------------------------------------------------------------
     def order(self) -> list[tuple[int, Variant]]:
@@ -74,6 +85,8 @@ class Runner:
         from nettop.ping import Prober
         from nettop.record.store import Writer
 
+        if self._stop.is_set():
+            raise Stopped("stopped before anything changed")
         p = self.plan
         servers = start_servers(p.load)
         prober = Prober([p.target], interval_s=p.timing.ping_interval) if p.target else None
@@ -168,6 +181,9 @@ class Runner:
         load only probe loss counts (an idle link carries no bytes)."""
         end = time.monotonic() + seconds
         while seconds > 0:
+            if self._stop.is_set():
+                self._mark("experiment stopped by the user; reverting the running variant")
+                raise Stopped("stopped; the running variant was reverted")
             snap = self._sample()
             window.append(snap)
             self._history.append(snap)
@@ -220,6 +236,8 @@ class Runner:
         self._pending.append(Event(time.time(), EVENT_KIND, text))
         if not text.startswith("result "):
             self.progress.log.append(text)
+            if text.startswith(tuple(f"{v.name} #" for v in self.plan.variants)):
+                self._progress(text.split(" (", 1)[0])  # "long #1: load on", without the set lines
 
     def _progress(self, current: str) -> None:
         self.progress.current = current

@@ -45,6 +45,7 @@ from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.source import Source
 from nettop.tui.summary import SummaryBox, SummaryView
 from nettop.tui.tables import BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
+from nettop.tui.experiment_keys import EXPERIMENT_ACTIONS, EXPERIMENT_BINDINGS, ExperimentMixin
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
 from nettop.tui.widgets import EmptyState, Panel, TextLine
@@ -64,7 +65,7 @@ def next_interval(current: float, direction: int) -> float:
     return smaller[-1] if smaller else INTERVAL_STEPS[0]
 
 
-class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
+class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     """The app: layout, data arrival, the view keys; drawing, replay and record keys are
     mixins in their own modules (drawing.py, replay_keys.py, record_keys.py)."""
 
@@ -102,6 +103,7 @@ class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[
         *REPLAY_BINDINGS,
         *RECORD_BINDINGS,
         *TUNING_BINDINGS,
+        *EXPERIMENT_BINDINGS,
         *DOCTOR_BINDINGS,  # the findings panel (doctor_panel.py)
     ]
 
@@ -154,6 +156,7 @@ class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[
                         SoftirqTable(id="softirq-table"), HardirqTable(id="hardirq-table"),
                         DropTable(id="drop-table"), id="ebpf")
             yield doctor_panel()  # 7 findings (doctor_panel.py)
+        yield from self.compose_experiment()  # the experiment's progress bar, shown while one runs
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -162,6 +165,7 @@ class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[
         self.query_one("#latency-table").display = False
         self.query_one("#cpus-heatmap").display = False
         self.query_one("#notice").display = False
+        self.query_one("#experiment-bar").display = False
         self.query_one("#ebpf").display = False  # until probes run or a recording has their figures
         switch = getattr(self.source, "probe_switch", None)
         if switch is not None:
@@ -219,6 +223,8 @@ class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[
         self._apply_layout()
 
     def on_unmount(self) -> None:
+        if self.experiment is not None:
+            self.experiment.stop()  # its thread reverts the running variant; main() waits for it
         self._stop_recording()
         self.source.stop()
 
@@ -297,7 +303,7 @@ class NettopApp(DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[
         why = self.tuning_disabled()
 
         def why_disabled(action: str) -> str | None:
-            return why if action.split("(")[0] in TUNING_ACTIONS else None
+            return why if action.split("(")[0] in TUNING_ACTIONS | EXPERIMENT_ACTIONS else None
 
         self.push_screen(HelpScreen(self.active_bindings_list(), why_disabled))
 
@@ -422,6 +428,7 @@ def run(source: Source, revert_on_exit: bool = False) -> int:
         tuner.revert_on_exit()
     app = NettopApp(source, driver_class=diffing_driver(no_color), tuner=tuner)
     app.run()
+    app.wait_for_experiment()  # closed mid-run: its variant is reverted before nettop exits
     for status in app.recorded:
         print(f"nettop: recorded {status.samples} samples to {status.path}")
     return 0

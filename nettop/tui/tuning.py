@@ -347,6 +347,9 @@ class TuningMixin:
     def tuning_disabled(self) -> str | None:
         if self.replaying:
             return "replay: tuning is disabled (this is a recording)"
+        running = self.experiment_disabled()  # type: ignore[attr-defined]
+        if running:
+            return running
         tuner = self.get_tuner()
         if tuner is None:
             return "tuning is not available here"

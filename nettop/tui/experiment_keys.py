@@ -1,0 +1,250 @@
+"""The live view's experiment key: `X` runs an experiment plan (docs/experiments.md) while
+the panels keep showing the host, with a one-line progress bar under them.
+
+Why from the live view: the point of an experiment is the effect, and the panels show
+each variant's IRQ rates, softirq load and RTT as it runs; the tuning markers land on
+the charts. The run is the same `Runner` as `nettop experiment`, on the app's own Tuner
+(one journal), on a worker thread. `X` again stops it: the running variant is reverted
+before the run ends; quitting does the same. Tuning keys are refused while it runs, so
+a hand-made change cannot be mistaken for a variant's effect. The table opens when the
+run ends and is written to the same files the command writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import threading
+import time
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from nettop.tui.screens import Prompt
+from nettop.tui.tuning import ConfirmScreen
+from nettop.tui.widgets import TextLine
+
+EXPERIMENT_BINDINGS = [
+    Binding("X", "experiment", "experiment", show=False,
+            tooltip="run an experiment plan under load (docs/experiments.md) with a progress bar; "
+                    "X again stops it and reverts the running variant"),
+]
+EXPERIMENT_ACTIONS = frozenset({"experiment"})
+EXAMPLE = os.path.join("docs", "examples", "lab-queues.toml")
+BAR_WIDTH = 20
+
+
+class _Quiet(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise ValueError((message or "").strip() or "see `nettop experiment --help`")
+
+
+def parse_command(text: str) -> tuple[Any, str]:
+    """(the plan with the line's overrides, output directory) from a line such as
+    `PLAN.toml --iface eth0 --target 10.0.0.2` (`nettop experiment` may lead);
+    PlanError or ValueError with one line otherwise."""
+    from nettop.experiment import cli as experiment_cli
+    from nettop.experiment import plan as planmod
+
+    words = shlex.split(text)
+    if words[:1] == ["nettop"]:
+        words = words[1:]
+    if words[:1] == ["experiment"]:
+        words = words[1:]
+    if not words:
+        raise ValueError("give a plan: PLAN.toml [--iface IFACE] [--target HOST] [--duration S] [-o DIR]")
+    parser = _Quiet(prog="nettop", add_help=False)
+    experiment_cli.add_subcommands(parser.add_subparsers(dest="command", parser_class=_Quiet))
+    args = parser.parse_args(["experiment", *words])
+    plan = planmod.load(args.plan).with_overrides(args.exp_iface, args.target, args.duration)
+    out = args.exp_output or f"experiment-{time.strftime('%Y%m%d-%H%M%S')}"
+    return plan, out
+
+
+def bar_text(done: int, total: int, current: str, width: int = BAR_WIDTH) -> str:
+    """`experiment ██████░░░░ 3/8 long #1: load on · X stops`: what the bar line shows."""
+    filled = round(width * done / total) if total else 0
+    return f"experiment {'█' * filled}{'░' * (width - filled)} {done}/{total} {current} · X stops"
+
+
+def estimate_s(plan: Any) -> float:
+    """Seconds the run should take: each phase's windows plus about a second to apply and revert."""
+    t = plan.timing
+    return len(plan.variants) * t.repeats * (t.idle + t.warmup + t.measure + 1.0)
+
+
+class ResultScreen(ModalScreen[None]):
+    """The experiment's table, as `nettop experiment` prints it, and where the files went."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "close")]
+
+    def __init__(self, text: str, note: str) -> None:
+        super().__init__(id="experiment-result")
+        self._text, self._note = text, note
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="result-box"):
+            with VerticalScroll(id="result-scroll"):
+                yield Static(Text(self._text, no_wrap=True, overflow="crop"), id="result-table")
+            yield Static(self._note, id="result-note")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ExperimentMixin:
+    """The experiment key. Needs from the app: `get_tuner`, `tuning_disabled`, `latest`,
+    `selected_queue()`, `notify`, `push_screen`, `call_from_thread`, `query_one`."""
+
+    experiment: Any = None  # the running nettop.experiment.runner.Runner
+    _experiment_ended: threading.Event | None = None  # set when the worker has reverted and returned
+
+    def compose_experiment(self) -> ComposeResult:
+        yield TextLine("", id="experiment-bar")
+
+    def experiment_disabled(self) -> str | None:
+        return "an experiment is running: X stops it" if self.experiment is not None else None
+
+    def action_experiment(self) -> None:
+        if self.experiment is not None:
+            self.experiment.stop()
+            self.notify("stopping the experiment: reverting the running variant…", timeout=5)  # type: ignore[attr-defined]
+            self._set_bar("experiment stopping: reverting the running variant…")
+            return
+        why = self.tuning_disabled()  # type: ignore[attr-defined]
+        if why:
+            self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
+            return
+        self.push_screen(  # type: ignore[attr-defined]
+            Prompt("nettop experiment PLAN.toml [--iface IFACE] [--target HOST] [--duration S] [-o DIR]",
+                   self._default_command(), "PLAN.toml --iface eth0 --target 192.0.2.2",
+                   check=self._check_command, id="experiment-prompt"),
+            callback=self._confirm)
+
+    def _default_command(self) -> str:
+        row = self.selected_queue()  # type: ignore[attr-defined]
+        latest = self.latest  # type: ignore[attr-defined]
+        iface = row.ifname if row is not None else \
+            (sorted(latest.snapshot.links)[0] if latest is not None and latest.snapshot.links else "")
+        plan = EXAMPLE if os.path.exists(EXAMPLE) else "PLAN.toml"
+        return f"{plan} --iface {iface}" if iface else plan
+
+    @staticmethod
+    def _check_command(answer: str) -> str | None:
+        from nettop.experiment.plan import PlanError
+
+        try:
+            parse_command(answer)
+        except (PlanError, ValueError) as exc:
+            return str(exc)
+        return None
+
+    def _confirm(self, answer: str | None) -> None:
+        if not answer:
+            return
+        plan, out = parse_command(answer)
+        lines = [f"run the experiment {plan.name!r} on {plan.iface}: {len(plan.variants)} variants "
+                 f"(baseline included) x {plan.timing.repeats} repeats, about {estimate_s(plan):.0f} s"]
+        lines += [f"  {v.name}: {'; '.join(v.lines) or 'the host as found'}" for v in plan.variants]
+        lines += [f"load: {plan.load.kind} against {plan.target or 'the plan command'}; results in {out}/",
+                  "⚠ each variant is applied through the journal, measured under load and reverted; "
+                  "X stops the run and reverts the running variant"]
+        def answered(ok: str | None) -> None:
+            if ok:
+                self._start(plan, out)
+
+        self.push_screen(ConfirmScreen(lines), callback=answered)  # type: ignore[attr-defined]
+
+    def _start(self, plan: Any, out: str) -> None:
+        from nettop.experiment.runner import Runner
+
+        why = self.tuning_disabled()  # type: ignore[attr-defined]
+        if why:  # another experiment began while this one was being confirmed
+            self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
+            return
+
+        def progress(p: Any) -> None:
+            self._ui(self._set_bar, bar_text(p.done, p.total, p.current))
+
+        # made here, on the UI thread, so that X stops it from the first moment on
+        self.experiment = Runner(plan, self.get_tuner(), os.path.join(out, "run.nettop"), progress)  # type: ignore[attr-defined]
+        self._experiment_ended = threading.Event()
+        self._set_bar(bar_text(0, self.experiment.progress.total, "checking the plan against the host"))
+        self._run_experiment(self.experiment, out)
+
+    @work(thread=True, group="experiment", exit_on_error=False)
+    def _run_experiment(self, runner: Any, out: str) -> None:
+        from nettop.actions.base import ActionError
+        from nettop.experiment import plan as planmod
+        from nettop.experiment.cli import write_outputs
+        from nettop.experiment.load import LoadError
+        from nettop.experiment.runner import Stopped
+        from nettop.record.store import RecordingError
+
+        plan = runner.plan
+        ended = self._experiment_ended
+        try:
+            planmod.validate(plan, runner.tuner)
+            runner.tuner.check_writable()
+            os.makedirs(out, exist_ok=True)
+            phases = runner.run()
+            result = write_outputs(plan.name, phases, out)
+        except Stopped as exc:
+            self._ui(self.notify, f"experiment {exc}", severity="warning", timeout=8)  # type: ignore[attr-defined]
+            return
+        except (planmod.PlanError, ActionError, LoadError, RecordingError, OSError) as exc:
+            self._ui(self.notify, f"experiment: {exc}", severity="error", timeout=10)  # type: ignore[attr-defined]
+            return
+        finally:
+            self.experiment = None
+            if ended is not None:
+                ended.set()
+            self._ui(self._set_bar, "")
+        note = f"wrote {result.summary} · escape closes"
+        if result.failed:
+            note = "a variant failed (see its row) · " + note
+        self._ui(self.push_screen, ResultScreen(result.text, note))  # type: ignore[attr-defined]
+
+    def _ui(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        """Run `fn` on the UI thread; nothing once the app has closed (the run still reverts)."""
+        try:
+            self.call_from_thread(fn, *args, **kwargs)  # type: ignore[attr-defined]
+        except RuntimeError:
+            pass
+
+    def _set_bar(self, text: str) -> None:
+        bar = self.query_one("#experiment-bar", TextLine)  # type: ignore[attr-defined]
+        bar.set(text)
+        bar.display = bool(text)
+
+    async def action_quit(self) -> None:
+        """Quit; a running experiment is stopped first and its variant reverted."""
+        runner, ended = self.experiment, self._experiment_ended
+        if runner is not None:
+            runner.stop()
+            self._set_bar("experiment stopping: reverting the running variant before quitting…")
+            if ended is not None:
+                await asyncio.to_thread(ended.wait, 60)
+        await super().action_quit()  # type: ignore[misc]
+
+    def wait_for_experiment(self, timeout: float = 60) -> None:
+        """After the app has closed by any other way: stop the run and wait for its revert."""
+        if self.experiment is not None:
+            self.experiment.stop()
+        if self.experiment is not None and self._experiment_ended is not None:
+            self._experiment_ended.wait(timeout)
+
+
+__all__ = ["EXPERIMENT_ACTIONS", "EXPERIMENT_BINDINGS", "ExperimentMixin", "ResultScreen", "bar_text",
+           "estimate_s", "parse_command"]
