@@ -213,7 +213,7 @@ class RootQdisc(Setting):
             raise ActionError(f"{kind} takes no children=; only {' and '.join(PARENTS)} do")
         if child is not None and child not in LEAVES:
             raise ActionError(f"{kind} children must be a classless qdisc ({', '.join(LEAVES)}), not {clip(child)}")
-        pkind = child if kind == "mq" else kind  # mq's parameters are its children's
+        pkind: str = child if kind == "mq" and child is not None else kind  # mq's parameters are its children's
         params = value.get("params") or {}
         if not isinstance(params, dict):
             raise ActionError(f"qdisc {kind}: parameters are KEY=VALUE pairs, not {clip(params)}")
