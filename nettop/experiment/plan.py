@@ -69,6 +69,9 @@ class Timing:
     seed: int = 1
     interval: float = 0.5  # sampling within a phase
     ping_interval: float = 0.05
+    # a reply later than this is a lost probe; long, because a bloated queue delays replies
+    # by seconds and that delay is what the run measures
+    ping_timeout: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,8 @@ def parse(text: str, source: str = "plan") -> ExperimentPlan:
         raise PlanError(f"timing.repeats = {repeats}: use 1 to 100")
     timing = Timing(_seconds(tm, "idle", 2.0, 0, 600), _seconds(tm, "warmup", 2.0, 0, 600),
                     _seconds(tm, "measure", 10.0, 1, 3600), repeats, _get(tm, "seed", int, 1, "timing."),
-                    _seconds(tm, "interval", 0.5, 0.1, 10), _seconds(tm, "ping_interval", 0.05, 0.001, 10))
+                    _seconds(tm, "interval", 0.5, 0.1, 10), _seconds(tm, "ping_interval", 0.05, 0.001, 10),
+                    _seconds(tm, "ping_timeout", 5.0, 0.1, 60))
     variants = [Variant("baseline")]
     raw = _get(doc, "variant", list, [], "")
     for n, v in enumerate(raw):

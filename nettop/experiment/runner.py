@@ -8,8 +8,10 @@ undone. Every sample goes into one recording, with an event at each phase bounda
 one `result {...}` event per phase, so `nettop replay` shows the phases and `nettop
 report` rebuilds the table from the file alone.
 
-The dead-man switch watches each sample under load: 100 % probe loss for 3 s, or no
-bytes on the interface for 3 s, and the variant is reverted at once and marked failed.
+The dead-man switch watches each sample: no reply from the probe target for 3 s (100 %
+loss; replies count however late they come, since seconds of queueing delay are what a
+bloated variant is measured for, not a dead link), or under load no bytes on the
+interface for 3 s, and the variant is reverted at once and marked failed.
 A Ctrl-C, or `stop()` from another thread (the live view's stop key), reverts the
 running variant before the run returns; a kill -9 leaves the journal, and `nettop
 restore` puts the host back.
@@ -63,6 +65,7 @@ class Runner:
         self._tracker: Any = None
         self._history: list[Snapshot] = []
         self._load_started = 0.0
+        self._applied_at = 0.0
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -89,7 +92,8 @@ class Runner:
             raise Stopped("stopped before anything changed")
         p = self.plan
         servers = start_servers(p.load)
-        prober = Prober([p.target], interval_s=p.timing.ping_interval) if p.target else None
+        prober = Prober([p.target], interval_s=p.timing.ping_interval, timeout_s=p.timing.ping_timeout) \
+            if p.target else None
         try:
             if prober is not None:
                 prober.start()
@@ -135,6 +139,7 @@ class Runner:
                 applied = True
             self._mark(f"{label}: applied" + (f" ({'; '.join(v.lines)})" if v.lines else " (baseline: as found)"))
             self._history = []
+            self._applied_at = time.monotonic()
             self._set_raw([])
             failed = self._watch(t.idle, [], None)
             idle = self._take_raw()
@@ -198,17 +203,16 @@ class Runner:
         return None
 
     def _deadman(self, history: list[Snapshot], loaded: bool) -> str | None:
+        if self._tracker is not None:
+            now = time.monotonic()
+            heard = max(self._applied_at, (self._tracker.last_reply_ns or 0) / 1e9)
+            if now - heard >= DEADMAN_S:
+                return f"100% probe loss to {self.plan.target}: no reply for {now - heard:.1f} s"
         last = history[-1]
         old = [s for s in history if last.t_mono - s.t_mono >= DEADMAN_S]
         if not old:
             return None
         first = old[-1]
-        span = [s for s in history if s.t_mono > first.t_mono]
-        if self.plan.target:
-            sent = sum(s.latency[self.plan.target].sent for s in span if self.plan.target in s.latency)
-            got = sum(s.latency[self.plan.target].received for s in span if self.plan.target in s.latency)
-            if sent > 0 and got == 0:
-                return f"100% probe loss to {self.plan.target} for {last.t_mono - first.t_mono:.1f} s"
         if not loaded:
             return None
         if last.t_mono - self._load_started < DEADMAN_S:

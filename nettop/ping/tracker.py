@@ -46,6 +46,9 @@ class Tracker:
         self.foreign = 0  # replies that matched no probe of ours
         self.histogram = RttHistogram()  # lifetime, for `nettop serve`
         self.raw: list[float] | None = None  # every RTT in ms while set (nettop experiment's phases)
+        # CLOCK_MONOTONIC of the newest reply to a probe of ours, late ones included: the
+        # target answers, however slowly (the experiment's dead-man switch asks this)
+        self.last_reply_ns: int | None = None
 
     # --- events from the socket code ---------------------------------------------
 
@@ -66,10 +69,12 @@ class Tracker:
                 self.duplicates += 1
             elif probe in self._expired:
                 self.late += 1
+                self.last_reply_ns = time.monotonic_ns()
             else:
                 self.foreign += 1
             return False
         now_mono = time.monotonic_ns()
+        self.last_reply_ns = now_mono
         upper = now_mono - p.mono_ns  # the RTT can be no longer than this
         if rtt_ns is None:
             start = p.user_ns
