@@ -163,7 +163,14 @@ async def test_x_runs_a_plan_with_a_progress_bar_and_shows_the_table(live, tmp_p
     assert live.bar() == ""
     assert isinstance(live.app.screen, ResultScreen), (live.app.screen, live.notices())
     text = str(live.app.screen.query_one("#result-table").content)
-    assert "| baseline" in text and "| shaped" in text
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["variant", "runs", "tput"], text
+    assert any(x.startswith("baseline ") and " 1/1 " in x for x in lines), text
+    shaped = next(x for x in lines if x.startswith("shaped "))
+    assert " 1/1 " in shaped and "M " in shaped, text  # 20 Mbit/s shaper: megabits, not gigabits
+    assert all(len(x) <= SIZE[0] - 4 for x in lines), text
+    md = (out / "results.md").read_text()
+    assert "| baseline" in md and "| shaped" in md
     assert (out / "results.md").exists() and (out / "results.csv").exists() and (out / "run.nettop").exists()
     assert tc_root(lab.host_if)["kind"] == found  # reverted after the variant
     actions = [e.get("action") for e in entries(live.journal)]
@@ -250,3 +257,21 @@ async def test_quitting_mid_run_reverts_the_running_variant_first(live, tmp_path
         await asyncio.sleep(0.1)
     assert not live.app.is_running
     assert at_exit == [found]  # put back before the app ended
+
+
+def test_the_screen_table_fits_the_terminal_and_shows_big_changes_as_factors():
+    from nettop.experiment.table import Row, Spread, screen_table
+
+    def row(name, tput, p99, failed=0):
+        figs = {"tput_bps": Spread(tput, tput, tput, 2), "rtt_load_p99": Spread(p99, p99, p99, 2)}
+        return Row(name, 2, failed, figs, ("dead-man",) if failed else ())
+
+    rows = [row("baseline", 9.4e9, 0.05), row("tbf-long-queue-with-a-long-name", 19.9e6, 104.96, failed=1)]
+    for width in (76, 100, 114):  # 80 columns and up; the first six columns always show (64)
+        table = screen_table(rows, width).splitlines()
+        assert all(len(x) <= width for x in table[:3]), (width, table)
+    narrow, wide = screen_table(rows, 76), screen_table(rows, 114)
+    assert "retrans" not in narrow and "retrans" in wide
+    assert "×2099" in narrow and "-100%" in narrow  # 104.96 / 0.05; 19.9M vs 9.4G
+    assert "tbf-long-queue-wi…" in narrow and "1/2" in narrow
+    assert "tbf-long-queue-with-a-long-name: 1 run(s) failed: dead-man" in narrow

@@ -177,14 +177,17 @@ def with_experiment_bar(ticks: int = 20):
     return run_before
 
 
-RESULT_TABLE = """# queue length behind a 20 Mbit/s shaper
+def result_rows():
+    """Rows as the lab's queue-length plan gives them (figures from docs/experiments.md)."""
+    from nettop.experiment.table import Row, Spread
 
-| variant | runs | throughput | RTT load p50 ms | RTT load p99 ms | drops/s | retrans |
-|---|---|---|---|---|---|---|
-| baseline (noqueue) | 2/2 | 17.6G | 0.04 | 0.06 | 0.0 | 418 |
-| tbf-short-queue | 2/2 | 19.2M | 2.25 | 5.17 | 431.4 | 2,314 |
-| tbf-long-queue | 2/2 | 19.9M | 58.00 | 142.92 | 0.0 | 2,047 |
-"""
+    def row(name, tput, p50, p99, drops, retrans, failed=0, failures=()):
+        figs = {"tput_bps": tput, "rtt_load_p50": p50, "rtt_load_p99": p99, "loss_load_pct": 0.0,
+                "drops_per_s": drops, "softirq_pct": 12.0, "retransmits": retrans}
+        return Row(name, 2, failed, {k: Spread(v, v * 0.9, v * 1.1, 2) for k, v in figs.items()}, failures)
+    return [row("baseline", 17.6e9, 0.04, 0.06, 0.0, 418), row("tbf-short-queue", 19.2e6, 2.25, 5.17, 431.4, 2314),
+            row("tbf-long-queue", 19.9e6, 58.0, 142.92, 0.0, 2047),
+            row("cut", 8.0, 0.0, 0.0, 0.0, 0, 1, ("100% probe loss to 198.18.0.2: no reply for 3.0 s",))]
 
 
 @pytest.mark.parametrize("theme", THEME_ORDER)
@@ -200,7 +203,7 @@ def test_experiment_results_table(snap_compare, theme, size):
 
     async def run_before(pilot) -> None:
         await feed(3)(pilot)
-        pilot.app.push_screen(ResultScreen(RESULT_TABLE, "wrote experiment-1/results.md, results.csv, charts.txt "
+        pilot.app.push_screen(ResultScreen("queue length behind a 20 Mbit/s shaper", result_rows(), "wrote experiment-1/results.md, results.csv, charts.txt "
                                                          "and the recording experiment-1/run.nettop · escape closes"))
         await pilot.pause()
     assert snap_compare(app_in(theme), terminal_size=size, run_before=run_before)

@@ -73,6 +73,7 @@ class Outputs:
     table: str     # the Markdown table alone
     summary: str   # "DIR/results.md, results.csv, ... and the recording DIR/run.nettop"
     failed: bool   # a variant failed (dead-man switch or an error)
+    rows: tuple[Any, ...] = ()  # nettop.experiment.table.Row, one per variant
 
 
 def write_outputs(name: str, phases: list[Any], out: str, charts: bool = True) -> Outputs:
@@ -95,4 +96,4 @@ def write_outputs(name: str, phases: list[Any], out: str, charts: bool = True) -
         text += "\n" + chart_text
         files += ", charts.txt"
     return Outputs(text, table, f"{out}/{files} and the recording {os.path.join(out, 'run.nettop')}",
-                   any(r.failed for r in rows))
+                   any(r.failed for r in rows), tuple(rows))

@@ -145,3 +145,55 @@ def from_events(texts: Sequence[str]) -> list[Row]:
     """The table of a recording, from its `result {...}` events."""
     phases = [p for t in texts if (p := Phase.from_event_text(t)) is not None]
     return summarize(phases)
+
+
+def _change(s: Spread | None, base: Spread | None) -> str:
+    """The change vs baseline in a short cell: +25%, -97%, or ×2142 past +999 %."""
+    if s is None or base is None or base.median == 0:
+        return ""
+    pct = 100 * (s.median - base.median) / base.median
+    if pct > 999:
+        return f"×{s.median / base.median:.0f}"
+    return f"{pct:+.0f}%"
+
+
+# (heading, width, cell of a row given the baseline row); the first ones always show
+_SCREEN_COLUMNS: tuple[tuple[str, int, Callable[[Row, Row | None], str]], ...] = (
+    ("runs", 4, lambda r, b: f"{r.runs - r.failed}/{r.runs}"),
+    ("tput", 7, lambda r, b: _med(r, "tput_bps", _bits)),
+    ("Δ", 6, lambda r, b: "" if b is None or r is b else _change(r.figures.get("tput_bps"), b.figures.get("tput_bps"))),
+    ("p50 ms", 8, lambda r, b: _med(r, "rtt_load_p50", lambda v: f"{v:.2f}")),
+    ("p99 ms", 8, lambda r, b: _med(r, "rtt_load_p99", lambda v: f"{v:.2f}")),
+    ("Δ", 6, lambda r, b: "" if b is None or r is b else _change(r.figures.get("rtt_load_p99"),
+                                                               b.figures.get("rtt_load_p99"))),
+    ("loss%", 5, lambda r, b: _med(r, "loss_load_pct", lambda v: f"{v:.1f}")),
+    ("drops/s", 8, lambda r, b: _med(r, "drops_per_s", lambda v: f"{v:,.0f}")),
+    ("sirq%", 6, lambda r, b: _med(r, "softirq_pct", lambda v: f"{v:.0f}")),
+    ("retrans", 8, lambda r, b: _med(r, "retransmits", lambda v: f"{v:,.0f}")),
+)
+
+
+def _med(r: Row, key: str, fmt: Callable[[float], str]) -> str:
+    s = r.figures.get(key)
+    return "–" if s is None else fmt(s.median)
+
+
+def screen_table(rows: Sequence[Row], width: int = 78) -> str:
+    """The table for a terminal `width` columns wide: medians only, one line per variant,
+    as many columns as fit (the Markdown table has every figure with its spread).
+    RTT is under load; Δ is the change vs the baseline."""
+    name_w = min(18, max([len("variant")] + [len(r.variant) for r in rows]))
+    cols, used = [], name_w
+    for i, col in enumerate(_SCREEN_COLUMNS):
+        if i >= 6 and used + 1 + col[1] > width:
+            break
+        cols.append(col)
+        used += 1 + col[1]
+    base = next((r for r in rows if r.variant == "baseline"), None)
+    lines = [f"{'variant':<{name_w}}" + "".join(f" {h:>{w}}" for h, w, _ in cols)]
+    for r in rows:
+        name = r.variant if len(r.variant) <= name_w else r.variant[: name_w - 1] + "…"
+        lines.append(f"{name:<{name_w}}" + "".join(f" {cell(r, base)[:w]:>{w}}" for _, w, cell in cols))
+    lines += [f"{r.variant}: {r.failed} run(s) failed: {'; '.join(r.failures)}" for r in rows if r.failed]
+    lines.append("medians over the repeats; RTT under load; Δ vs baseline")
+    return "\n".join(lines)

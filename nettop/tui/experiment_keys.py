@@ -18,7 +18,7 @@ import os
 import shlex
 import threading
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 from rich.text import Text
 from textual import work
@@ -85,18 +85,23 @@ def estimate_s(plan: Any) -> float:
 
 
 class ResultScreen(ModalScreen[None]):
-    """The experiment's table, as `nettop experiment` prints it, and where the files went."""
+    """The experiment's table sized to the terminal (medians; the files hold every figure
+    with its spread), and where the files went."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "close")]
 
-    def __init__(self, text: str, note: str) -> None:
+    def __init__(self, title: str, rows: Sequence[Any], note: str) -> None:
         super().__init__(id="experiment-result")
-        self._text, self._note = text, note
+        self._title, self._rows, self._note = title, list(rows), note
 
     def compose(self) -> ComposeResult:
+        from nettop.experiment.table import screen_table
+
+        width = min(114, self.app.size.width - 4)  # the box's border and padding
         with Vertical(id="result-box"):
+            yield Static(Text(self._title), id="result-title")
             with VerticalScroll(id="result-scroll"):
-                yield Static(Text(self._text, no_wrap=True, overflow="crop"), id="result-table")
+                yield Static(Text(screen_table(self._rows, width)), id="result-table")
             yield Static(self._note, id="result-note")
 
     def action_close(self) -> None:
@@ -156,7 +161,10 @@ class ExperimentMixin:
         plan, out = parse_command(answer)
         lines = [f"run the experiment {plan.name!r} on {plan.iface}: {len(plan.variants)} variants "
                  f"(baseline included) x {plan.timing.repeats} repeats, about {estimate_s(plan):.0f} s"]
-        lines += [f"  {v.name}: {'; '.join(v.lines) or 'the host as found'}" for v in plan.variants]
+        shown = plan.variants[:8]  # the box fits 80x24; the plan file has the rest
+        lines += [f"  {v.name}: {'; '.join(v.lines) or 'the host as found'}" for v in shown]
+        if len(plan.variants) > len(shown):
+            lines.append(f"  … and {len(plan.variants) - len(shown)} more (see the plan)")
         lines += [f"load: {plan.load.kind} against {plan.target or 'the plan command'}; results in {out}/",
                   "⚠ each variant is applied through the journal, measured under load and reverted; "
                   "X stops the run and reverts the running variant"]
@@ -214,7 +222,7 @@ class ExperimentMixin:
         note = f"wrote {result.summary} · escape closes"
         if result.failed:
             note = "a variant failed (see its row) · " + note
-        self._ui(self.push_screen, ResultScreen(result.text, note))  # type: ignore[attr-defined]
+        self._ui(self.push_screen, ResultScreen(plan.name, result.rows, note))  # type: ignore[attr-defined]
 
     def _ui(self, fn: Any, *args: Any, **kwargs: Any) -> None:
         """Run `fn` on the UI thread; nothing once the app has closed (the run still reverts)."""
