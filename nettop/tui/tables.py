@@ -332,7 +332,7 @@ class BqlTable(LiveTable):
 
 class LatencyTable(LiveTable):
     COLUMNS = (("target", "target", 14), ("loss", "loss%", 5), ("avg", "avg ms", 6), ("p50", "p50", 6),
-               ("p99", "p99", 6), ("max", "max", 6), ("note", "", 14))
+               ("p99", "p99", 6), ("max", "max", 6), ("note", "replies", 9))
     LEFT = frozenset({"target", "note"})
 
     @staticmethod
@@ -345,7 +345,8 @@ class LatencyTable(LiveTable):
             (row.target, ""),
             (fmt.pct(loss), "muted" if loss is None else _lvl(loss, 1e-9, 5)),
             ms(row.avg_ms), ms(row.p50_ms), ms(row.p99_ms), ms(row.max_ms),
-            (row.error or f"{row.received}/{row.sent} replies", "hot" if row.error else "muted"),
+            # replies/probes of the window: short, so the half-width panel at 120x40 keeps it
+            (row.error or f"{row.received}/{row.sent}", "hot" if row.error else "muted"),
         )
 
 
