@@ -107,6 +107,21 @@ def entries(journal: Path) -> list[dict]:
     return [json.loads(x) for x in journal.read_text().splitlines() if x.strip()] if journal.exists() else []
 
 
+async def start_until_shaped(live: Live, tmp_path: Path) -> str:
+    """Start a long run and wait until its shaped variant is on the link; the root qdisc
+    kind the host had before."""
+    lab = live.lab
+    found = tc_root(lab.host_if)["kind"]
+    await live.start(f"{plan_file(tmp_path, lab, measure=30, repeats=3)} --iface {lab.host_if} "
+                     f"-o {tmp_path / 'out'}")
+    deadline = time.monotonic() + 60
+    while tc_root(lab.host_if)["kind"] != "tbf" and time.monotonic() < deadline:
+        await live.tick()
+        await asyncio.sleep(0.2)
+    assert tc_root(lab.host_if)["kind"] == "tbf", "the shaped variant never ran"
+    return str(found)
+
+
 # --- pure parts ----------------------------------------------------------------------
 
 def test_the_bar_fills_with_the_phases_done():
@@ -182,14 +197,7 @@ async def test_x_runs_a_plan_with_a_progress_bar_and_shows_the_table(live, tmp_p
 
 async def test_x_again_stops_the_run_and_reverts_the_running_variant(live, tmp_path):
     lab = live.lab
-    found = tc_root(lab.host_if)["kind"]
-    await live.start(f"{plan_file(tmp_path, lab, measure=30, repeats=3)} --iface {lab.host_if} "
-                     f"-o {tmp_path / 'out'}")
-    deadline = time.monotonic() + 60
-    while tc_root(lab.host_if)["kind"] != "tbf" and time.monotonic() < deadline:
-        await live.tick()
-        await asyncio.sleep(0.2)
-    assert tc_root(lab.host_if)["kind"] == "tbf", "the shaped variant never ran"
+    found = await start_until_shaped(live, tmp_path)
     t0 = time.monotonic()
     await live.pilot.press("X")
     while live.app.experiment is not None and time.monotonic() < t0 + 20:
@@ -234,14 +242,7 @@ async def test_a_plan_naming_a_missing_interface_changes_nothing(live, tmp_path)
 
 async def test_quitting_mid_run_reverts_the_running_variant_first(live, tmp_path):
     lab = live.lab
-    found = tc_root(lab.host_if)["kind"]
-    await live.start(f"{plan_file(tmp_path, lab, measure=30, repeats=3)} --iface {lab.host_if} "
-                     f"-o {tmp_path / 'out'}")
-    deadline = time.monotonic() + 60
-    while tc_root(lab.host_if)["kind"] != "tbf" and time.monotonic() < deadline:
-        await live.tick()
-        await asyncio.sleep(0.2)
-    assert tc_root(lab.host_if)["kind"] == "tbf", "the shaped variant never ran"
+    found = await start_until_shaped(live, tmp_path)
     at_exit: list[str] = []
     exit_ = live.app.exit
 
