@@ -8,33 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import NoReturn, Sequence
 
-from nettop.model.sampler import clamp_interval
+from nettop.output.argtypes import interval as _interval, ping_interval as _ping_interval, root as _root
 from nettop.kernel.sysroot import SysRoot
 
 
 class UsageError(Exception):
     """A bad argument or environment, reported as one line."""
-
-
-def _interval(text: str) -> float:
-    try:
-        return clamp_interval(float(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc) if "range" in str(exc) else
-                                         f"interval {text!r} is not a number of seconds") from None
-
-
-def _root(text: str) -> SysRoot:
-    if not os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"root {text!r} is not a directory (give a captured tree holding proc/ and sys/)")
-    if not os.path.isdir(os.path.join(text, "proc")):
-        raise argparse.ArgumentTypeError(f"root {text!r} has no proc/ directory (give a captured tree holding proc/ and sys/)")
-    return SysRoot(text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -144,18 +127,6 @@ def cmd_recording(args: argparse.Namespace) -> int:
         return report(args.file, plots=not args.no_plots)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _ping_interval(text: str) -> float:
-    from nettop.ping import MAX_INTERVAL_S, MIN_INTERVAL_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"ping interval {text!r} is not a number of seconds") from None
-    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
-        raise argparse.ArgumentTypeError(
-            f"ping interval {value:g} s is out of range: use {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} s")
-    return value
 
 
 def _ping_args(p: argparse.ArgumentParser, prefix: str = "") -> None:

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from nettop.doctor.engine import DoctorConfig, evaluate, worst
 from nettop.doctor.finding import Finding
+from nettop.output.argtypes import interval as _interval, ping_interval as _ping_interval, root as _root
 
 EXIT_CANNOT_SAMPLE = 4
 
@@ -36,36 +37,6 @@ def _ms(text: str) -> float:
     if not 0 < v <= 60_000:
         raise argparse.ArgumentTypeError(f"latency target {v:g} ms is out of range: use more than 0 up to 60000")
     return v
-
-
-def _interval(text: str) -> float:
-    from nettop.model.sampler import clamp_interval
-    try:
-        return clamp_interval(float(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc) if "range" in str(exc) else
-                                         f"interval {text!r} is not a number of seconds") from None
-
-
-def _root(text: str) -> Any:
-    import os
-
-    from nettop.kernel.sysroot import SysRoot
-    if not os.path.isdir(os.path.join(text, "proc")):
-        raise argparse.ArgumentTypeError(f"root {text!r} has no proc/ directory (give a captured tree holding proc/ and sys/)")
-    return SysRoot(text)
-
-
-def _ping_interval(text: str) -> float:
-    from nettop.ping import MAX_INTERVAL_S, MIN_INTERVAL_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"ping interval {text!r} is not a number of seconds") from None
-    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
-        raise argparse.ArgumentTypeError(
-            f"ping interval {value:g} s is out of range: use {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} s")
-    return value
 
 
 def _prober(targets: list[str] | None, interval: float | None) -> Any:
