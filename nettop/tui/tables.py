@@ -331,8 +331,10 @@ class BqlTable(LiveTable):
 
 
 class LatencyTable(LiveTable):
-    COLUMNS = (("target", "target", 14), ("loss", "loss%", 5), ("avg", "avg ms", 6), ("p50", "p50", 6),
-               ("p99", "p99", 6), ("max", "max", 6), ("note", "replies", 9))
+    # ms columns hold 0.04 .. 99.99 and 100 .. 99999: five wide, so the whole table fits the
+    # half-width panel of a 120-column terminal (the header says the unit)
+    COLUMNS = (("target", "target", 12), ("loss", "loss%", 5), ("avg", "avg", 5), ("p50", "p50", 5),
+               ("p99", "p99", 5), ("max", "max ms", 6), ("note", "replies", 7))
     LEFT = frozenset({"target", "note"})
 
     @staticmethod
