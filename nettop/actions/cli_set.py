@@ -42,6 +42,28 @@ def _late(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ban", action="store_true", default=argparse.SUPPRESS)
 
 
+class _QuietParser(argparse.ArgumentParser):
+    """A `set` line's parser for prompts and plans: errors are an ActionError of one line,
+    never usage text on a terminal a screen or a run is using."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ActionError(f"{message}; e.g. `set rps eth0 0 0-3` (see `nettop set --help`)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise ActionError((message or "").strip() or "see `nettop set --help`")
+
+    def print_help(self, file: Any = None) -> None:
+        pass
+
+
+def set_line_parser() -> argparse.ArgumentParser:
+    """A parser of `set ...` words (the live view's prompt, an experiment plan's lines):
+    `parse_args(["set", *words])`, then `build_changes`; ActionError for a bad line."""
+    parser = _QuietParser(prog="set", add_help=False)
+    add_subcommands(parser.add_subparsers(dest="command", parser_class=_QuietParser))
+    return parser
+
+
 def add_subcommands(sub: Any) -> None:
     """Add the tuning subcommands to nettop's argparse subparsers."""
     s = sub.add_parser("set", help="change a setting (validated, journaled, undoable)")

@@ -70,7 +70,6 @@ def run(args: argparse.Namespace) -> int:
 @dataclass(frozen=True)
 class Outputs:
     text: str      # what the terminal shows: the Markdown table and the charts
-    table: str     # the Markdown table alone
     summary: str   # "DIR/results.md, results.csv, ... and the recording DIR/run.nettop"
     failed: bool   # a variant failed (dead-man switch or an error)
     rows: tuple[Any, ...] = ()  # nettop.experiment.table.Row, one per variant
@@ -95,5 +94,5 @@ def write_outputs(name: str, phases: list[Any], out: str, charts: bool = True) -
             f.write(chart_text)
         text += "\n" + chart_text
         files += ", charts.txt"
-    return Outputs(text, table, f"{out}/{files} and the recording {os.path.join(out, 'run.nettop')}",
+    return Outputs(text, f"{out}/{files} and the recording {os.path.join(out, 'run.nettop')}",
                    any(r.failed for r in rows), tuple(rows))

@@ -29,13 +29,12 @@ lines is rewritten from the plan's to the override.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import subprocess
 import tomllib
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from typing import Any
 
 MAX_FLOWS = 1000
 IPERF3_MAX_PARALLEL = 128  # iperf3 -P refuses more
@@ -198,22 +197,12 @@ def load(path: str) -> ExperimentPlan:
 def changes_of(line: str) -> list[Any]:
     """The Changes of one `nettop set` line, parsed as the CLI parses it."""
     from nettop.actions.base import ActionError
-    from nettop.actions.cli_set import add_subcommands, build_changes
+    from nettop.actions.cli_set import build_changes, set_line_parser
 
-    class _Quiet(argparse.ArgumentParser):
-        # a bad line is reported once, as a PlanError naming the line, not as usage text
-        def error(self, message: str) -> NoReturn:
-            raise SystemExit(2)
-
-        def print_help(self, file: Any = None) -> None:
-            pass
-
-    parser = _Quiet(prog="nettop", add_help=False)
-    add_subcommands(parser.add_subparsers(dest="command", parser_class=_Quiet))
     try:
         words = shlex.split(line)
-        args = parser.parse_args(words[1:])
-    except (SystemExit, ValueError):
+        args = set_line_parser().parse_args(words[1:])
+    except (ActionError, ValueError):
         raise PlanError(f"{line[:80]!r} is not a valid `nettop set` line (try it with --dry-run)") from None
     try:
         return build_changes(args)

@@ -12,7 +12,6 @@ undo/redo/journal and the before/after comparison work from the same journal.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
@@ -25,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from nettop.actions.base import ActionError, Change, Plan, Result
-from nettop.actions.cli_set import add_subcommands, build_changes
+from nettop.actions.cli_set import build_changes, set_line_parser
 from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
 from nettop.actions.irq import nr_cpu_ids
@@ -47,14 +46,6 @@ def irqbalance_running(cache: IrqbalanceCache) -> bool:
 BEFORE_AFTER_S = 30.0  # seconds compared on each side of a change in the live view
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ActionError(f"{message}; e.g. `set rps eth0 0 0-3` (see `nettop set --help`)")
-
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
-        raise ActionError((message or "").strip() or "see `nettop set --help`")
-
-
 def parse_set(text: str) -> list[Change]:
     """The Changes of one `set ...` line ("set" may be left out); ActionError otherwise."""
     words = shlex.split(text)
@@ -64,11 +55,7 @@ def parse_set(text: str) -> list[Change]:
         words = words[1:]
     if not words:
         raise ActionError("type what to set, e.g. `rps eth0 0 0-3` or `txqueuelen eth0 5000`")
-    parser = _Parser(prog="set", add_help=False)
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    add_subcommands(sub)
-    args = parser.parse_args(["set", *words])
-    return build_changes(args)
+    return build_changes(set_line_parser().parse_args(["set", *words]))
 
 
 def wants_ban(text: str) -> bool:
