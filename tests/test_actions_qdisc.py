@@ -208,3 +208,51 @@ def test_a_tbf_child_this_kernel_lacks_is_named_and_the_root_is_put_back(veth_la
 def test_children_only_where_the_kernel_has_a_class_for_them(veth_lab, value, message):
     with pytest.raises(ActionError, match=message):
         RootQdisc(veth_lab.host_if).normalize(value)
+
+
+def test_a_tbf_childs_own_parameters_reach_the_kernel_are_verified_and_undo_puts_the_old_ones_back(veth_lab, tmp_path):
+    """`tbf ... children=bfifo child.limit=30k`: tc shows the child with that limit, the
+    read-back carries it (so a kernel that stored something else is "not verified"), a
+    second change of only the child's limit changes the live child, and undo restores it."""
+    dev = veth_lab.host_if
+    t = Tuner(Journal(str(tmp_path / "j.jsonl")), read_only=None)
+    shaper = {"rate": "20mbit", "burst": "15k"}
+    res = t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": shaper, "children": "bfifo",
+                                                  "child_params": {"limit": "30k"}})]), confirmed=True)
+    assert res[0].verified, res[0].line()
+    assert "children bfifo limit=30720" in res[0].line()
+    kid = _tc_qdiscs(dev)[1]
+    assert (kid["kind"], kid["options"]["limit"]) == ("bfifo", 30720)
+    assert RootQdisc(dev).read()["child_params"] == {"limit": 30720}
+    res = t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": shaper, "children": "bfifo",
+                                                  "child_params": {"limit": 60000}})]), confirmed=True)
+    assert res[0].verified and _tc_qdiscs(dev)[1]["options"]["limit"] == 60000
+    t.undo()
+    assert _tc_qdiscs(dev)[1]["options"]["limit"] == 30720
+    t.undo()
+    assert RootQdisc(dev).read()["kind"] == "noqueue"
+
+
+@pytest.mark.parametrize("value,message", [
+    ({"kind": "tbf", "params": {"rate": 1000, "burst": 1500}, "children": "bfifo", "child_params": {"quantum": 3}},
+     r"bfifo has no parameter quantum \(it takes: child.limit\)"),
+    ({"kind": "tbf", "params": {"rate": 1000, "burst": 1500}, "child_params": {"limit": 3}}, "tbf has no child"),
+    ({"kind": "pfifo", "child_params": {"limit": 3}}, "pfifo has no child"),
+    ({"kind": "mq", "children": "pfifo", "child_params": {"limit": 3}}, "mq takes its children's parameters as its own"),
+    ({"kind": "tbf", "params": {"rate": 1000, "burst": 1500}, "children": "fq_codel",
+      "child_params": {"target": "5 parsecs"}}, r"fq_codel target='5 parsecs': give microseconds"),
+    ({"kind": "tbf", "params": {"rate": 1000, "burst": 1500}, "children": "pfifo",
+      "child_params": {"limit": 2**40}}, r"pfifo child.limit=1099511627776: out of range"),
+])
+def test_child_parameters_only_for_a_tbf_child_that_takes_them(veth_lab, value, message):
+    with pytest.raises(ActionError, match=message):
+        RootQdisc(veth_lab.host_if).normalize(value)
+
+
+def test_a_set_line_splits_child_dot_keys_into_the_childs_parameters():
+    from nettop.experiment.plan import changes_of
+
+    (ch,) = changes_of("nettop set qdisc lo tbf rate=10mbit burst=15k children=fq_codel child.quantum=300 "
+                       "child.target=5ms")
+    assert ch.value == {"kind": "tbf", "params": {"rate": "10mbit", "burst": "15k"}, "children": "fq_codel",
+                        "child_params": {"quantum": "300", "target": "5ms"}}

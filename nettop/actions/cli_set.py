@@ -87,7 +87,7 @@ def add_subcommands(sub: Any) -> None:
         a = what.add_parser(name, help="IFACE KEY=VALUE...")
         a.add_argument("iface")
         a.add_argument("pairs", nargs="+")
-    a = what.add_parser("qdisc", help="IFACE KIND [KEY=VALUE...] (mq, tbf: children=KIND)")
+    a = what.add_parser("qdisc", help="IFACE KIND [KEY=VALUE...] (mq, tbf: children=KIND; tbf: child.KEY=VALUE)")
     a.add_argument("iface")
     a.add_argument("qkind")
     a.add_argument("pairs", nargs="*")
@@ -187,9 +187,12 @@ def build_changes(a: argparse.Namespace) -> list[Change]:
         need_iface(a.iface)
         params = _pairs(a.pairs)
         children = params.pop("children", None)
+        kid = {k[6:]: params.pop(k) for k in [k for k in params if k.startswith("child.")]}
         value: dict[str, Any] = {"kind": a.qkind, "params": params}
         if children:
             value["children"] = children
+        if kid:
+            value["child_params"] = kid
         return [Change(RootQdisc(a.iface), value)]
     if w == "txqueuelen":
         return [Change(TxQueueLen(a.iface), a.value)]

@@ -311,7 +311,7 @@ TUNING_BINDINGS = [
     Binding("c", "tune('coalesce')", "coalesce", show=False,
             tooltip="interrupt coalescing of the selected interface (only what its driver offers)"),
     Binding("d", "tune('qdisc')", "qdisc", show=False,
-            tooltip="replace the root qdisc: pfifo_fast fq_codel fq cake pfifo bfifo tbf mq [children=KIND] KEY=VALUE..."),
+            tooltip="replace the root qdisc: pfifo_fast fq_codel fq cake pfifo bfifo tbf mq [children=KIND] KEY=VALUE... [child.KEY=VALUE...]"),
     Binding("o", "tune('other')", "set…", show=False,
             tooltip="any `nettop set` command: txqueuelen mtu bql rings channels features rfs sysctl ..."),
     Binding("u", "undo", "undo", show=False, tooltip="undo the last tuning change"),
