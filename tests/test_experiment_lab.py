@@ -202,3 +202,27 @@ def test_the_cli_checks_the_plan_against_the_host_before_any_change(veth_lab, tm
         assert journal(env) == []
     p = run([NETTOP, "experiment", str(plan), "--iface", "nosuchif0", "-o", str(tmp_path / "o")], env)
     assert p.returncode == 2 and "does not exist" in p.stderr
+
+
+def test_a_load_that_cannot_start_fails_each_phase_with_iperf3s_own_words(veth_lab, tmp_path, env):
+    """No iperf3 server on the port: the clients end at once. Each phase fails with the
+    reason ("unable to connect to server: Connection refused") instead of a bare "no
+    samples", the run exits 1, and the variant is still reverted."""
+    lab = veth_lab
+    found = tc_root(lab.host_if)
+    text = plan_text(lab, f"""
+[[variant]]
+name = "short"
+set = ["nettop set qdisc {lab.host_if} tbf rate=2500000 burst=15000 limit=15000"]
+""", repeats=1, measure=1).replace(f'server_netns = "{lab.netns}"\n', "port = 5999\n")
+    plan = tmp_path / "p.toml"
+    plan.write_text(text)
+    out = tmp_path / "out"
+    p = run([NETTOP, "experiment", str(plan), "-o", str(out), "--no-charts"], env, timeout=120)
+    assert p.returncode == 1, p.stderr[-3000:]
+    table = (out / "results.md").read_text()
+    for v in ("baseline", "short"):
+        assert f"- {v}: 1 run(s) failed: the load ended at once, before the measure window" in table, table
+    assert "before the measure window: iperf3: unable to connect to server" in table, table
+    assert "Connection refused" in table, table
+    assert tc_root(lab.host_if)["kind"] == found["kind"]

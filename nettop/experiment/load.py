@@ -46,6 +46,7 @@ class Running:
 
     def __init__(self, load: Load, target: str, seconds: float) -> None:
         self.procs: list[subprocess.Popen[str]] = []
+        self._done: list[tuple[str, str]] | None = None
         if load.kind == "command":
             self.procs.append(subprocess.Popen(list(load.argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                text=True))
@@ -65,15 +66,46 @@ class Running:
     def kill(self) -> None:
         stop(self.procs)
 
+    def ended(self) -> bool:
+        return bool(self.procs) and all(p.poll() is not None for p in self.procs)
+
+    def _outputs(self, timeout: float) -> list[tuple[str, str]]:
+        """(stdout, stderr) of each client, read once: results() and why() both need them."""
+        if self._done is None:
+            done = []
+            for p in self.procs:
+                try:
+                    stdout, stderr = p.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    stdout, stderr = p.communicate()
+                except ValueError:  # streams already closed by stop()
+                    stdout, stderr = "", ""
+                done.append((stdout or "", stderr or ""))
+            self._done = done
+        return self._done
+
+    def why(self) -> str:
+        """One line on why the clients ended: iperf3's own error ("unable to connect to
+        server: Connection refused"), else the first line a client wrote to stderr, else
+        the exit status. Call it once ended() is true."""
+        outs = self._outputs(5)
+        for (stdout, stderr), p in zip(outs, self.procs):
+            try:
+                doc = json.loads(stdout) if stdout.lstrip().startswith("{") else {}
+            except ValueError:
+                doc = {}
+            err = doc.get("error") if isinstance(doc, dict) else None
+            line = str(err) if err else next((ln.strip() for ln in stderr.splitlines() if ln.strip()), "")
+            if line or p.returncode:
+                text = f"{p.args[0] if isinstance(p.args, list) else 'the load'}: {line or f'exit status {p.returncode}'}"
+                return text if len(text) <= 200 else text[:199] + "…"
+        return "the load's commands exited without an error"
+
     def results(self, timeout: float = 30) -> list[dict[str, Any]]:
         """Each client's JSON (iperf3) once it ends; {} for one that failed or was killed."""
         out = []
-        for p in self.procs:
-            try:
-                stdout, _ = p.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                stdout, _ = p.communicate()
+        for stdout, _ in self._outputs(timeout):
             doc: dict[str, Any] = {}
             if getattr(self, "json", False) and stdout:
                 try:

@@ -148,6 +148,10 @@ class Runner:
                 running = Running(p.load, p.target, t.warmup + t.measure + 1)
                 self._load_started = time.monotonic()
                 failed = self._watch(t.warmup, [], running)
+                if failed is None and running.ended():
+                    took = time.monotonic() - self._load_started
+                    when = "at once" if took < 0.5 else f"{took:.1f} s after it started"
+                    failed = f"the load ended {when}, before the measure window: {running.why()}"
             if failed is None and running is not None:
                 self._set_raw([])
                 before_sent = self._sent()
