@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from nettop.actions import Journal, Tuner
 from nettop.collectors.host import HostReader
 from nettop.kernel.sysroot import LIVE
 from nettop.tui.app import NettopApp
-from nettop.tui.experiment_keys import ResultScreen, bar_text, parse_command
+from nettop.tui.experiment_keys import ResultScreen, bar_text, fitted_bar, parse_command
 from nettop.tui.scripted import ScriptedSource
 from nettop.tui.screens import Prompt
 from nettop.tui.tuning import ConfirmScreen
@@ -128,6 +129,27 @@ def test_the_bar_fills_with_the_phases_done():
     assert bar_text(0, 4, "shaped #1: apply", width=8) == "experiment ░░░░░░░░ 0/4 shaped #1: apply · X stops"
     assert bar_text(2, 4, "x", width=8).startswith("experiment ████░░░░ 2/4")
     assert bar_text(4, 4, "", width=8).startswith("experiment ████████ 4/4")
+    assert bar_text(1, 4, "fifo #1: load on", width=4, rtt="rtt 0.05/2.1 ms") == \
+        "experiment █░░░ 1/4 fifo #1: load on · rtt 0.05/2.1 ms · X stops"
+
+
+def test_the_bar_shrinks_so_a_long_phase_and_its_rtt_fit_80_columns():
+    line = fitted_bar(6, 10, "tbf-short-queue #2: applied", "rtt 1714/2566 ms", 80)
+    assert len(line) <= 78 and line.endswith("· rtt 1714/2566 ms · X stops"), line
+    assert "█" in line and "░" in line
+    assert fitted_bar(6, 10, "x #1: load on", "", 160) == bar_text(6, 10, "x #1: load on")  # full bar when there is room
+    # one bar length through a run at 80 columns, whatever the phase's name or RTT
+    longest = "tbf-short-queue #2: load on"
+    bars = {fitted_bar(d, 10, c, r, 80, longest).split()[1]
+            for d, c, r in ((0, "a #1: apply", ""), (6, "tbf-short-queue #2: applied", "rtt 1714/2566 ms"),
+                            (9, "b #2: load on", "rtt 0.05/0.07 ms"))}
+    assert len({len(b) for b in bars}) == 1, bars
+
+
+def test_live_rtt_figures_fit_three_or_four_characters():
+    from nettop.experiment.runner import _ms
+
+    assert [_ms(v) for v in (0.047, 0.5, 2.14, 9.99, 21.4, 1714.66)] == ["0.05", "0.50", "2.1", "10.0", "21", "1715"]
 
 
 @pytest.mark.parametrize("line,message", [
@@ -175,6 +197,8 @@ async def test_x_runs_a_plan_with_a_progress_bar_and_shows_the_table(live, tmp_p
     # the bar moved through the phases: 0/2 at the start, then 1/2, while it named them
     assert any(" 0/2 " in b for b in seen) and any(" 1/2 " in b for b in seen), seen
     assert any("load on" in b for b in seen) and all(b.endswith("X stops") for b in seen), seen
+    # and the probe target's latency of the last sample, live, while a variant runs
+    assert any(re.search(r"#1: (load on|applied) · rtt [0-9.]+/[0-9.]+ ms · X stops$", b) for b in seen), seen
     assert live.bar() == ""
     assert isinstance(live.app.screen, ResultScreen), (live.app.screen, live.notices())
     text = str(live.app.screen.query_one("#result-table").content)

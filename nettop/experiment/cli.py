@@ -47,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
         os.makedirs(out, exist_ok=True)
         recording = os.path.join(out, "run.nettop")
 
-        def progress(p: Any) -> None:
-            if p.current:
+        shown: list[tuple[str, int]] = [("", -1)]
+
+        def progress(p: Any) -> None:  # one line per phase step, not per sample
+            if p.current and (p.current, p.done) != shown[0]:
+                shown[0] = (p.current, p.done)
                 bar = "#" * int(30 * p.done / max(1, p.total))
                 print(f"[{bar:<30}] {p.done}/{p.total} {p.current}", file=sys.stderr, flush=True)
 

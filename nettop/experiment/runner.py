@@ -48,6 +48,9 @@ class Progress:
     done: int = 0
     current: str = ""
     log: list[str] = field(default_factory=list)
+    # the probe target over the last sample, "rtt 21/160 ms" (p50/p99) or "no reply": the
+    # live view's bar shows it, so each variant's effect on latency is seen as it runs
+    rtt: str = ""
 
 
 class Runner:
@@ -194,6 +197,7 @@ class Runner:
                 self._mark("experiment stopped by the user; reverting the running variant")
                 raise Stopped("stopped; the running variant was reverted")
             snap = self._sample()
+            self._live_rtt(snap)
             window.append(snap)
             self._history.append(snap)
             reason = self._deadman(self._history, running is not None)
@@ -247,7 +251,22 @@ class Runner:
             if text.startswith(tuple(f"{v.name} #" for v in self.plan.variants)):
                 self._progress(text.split(" (", 1)[0])  # "long #1: load on", without the set lines
 
+    def _live_rtt(self, snap: Snapshot) -> None:
+        st = snap.latency.get(self.plan.target) if self.plan.target else None
+        if st is None or not st.sent:
+            return  # nothing decided in this sample: keep the last figure
+        text = "no reply" if st.rtt_p50_ms is None or st.rtt_p99_ms is None else \
+            f"rtt {_ms(st.rtt_p50_ms)}/{_ms(st.rtt_p99_ms)} ms"
+        if text != self.progress.rtt:
+            self.progress.rtt = text
+            self._progress(self.progress.current)
+
     def _progress(self, current: str) -> None:
         self.progress.current = current
         if self.on_progress is not None:
             self.on_progress(self.progress)
+
+
+def _ms(v: float) -> str:
+    """RTTs from 0.05 ms (veth) to seconds (bufferbloat) in three or four characters."""
+    return f"{v:.2f}" if v < 1 else f"{v:.1f}" if v < 10 else f"{v:.0f}"

@@ -72,10 +72,22 @@ def parse_command(text: str) -> tuple[Any, str]:
     return plan, out
 
 
-def bar_text(done: int, total: int, current: str, width: int = BAR_WIDTH) -> str:
-    """`experiment ██████░░░░ 3/8 long #1: load on · X stops`: what the bar line shows."""
+def bar_text(done: int, total: int, current: str, width: int = BAR_WIDTH, rtt: str = "") -> str:
+    """`experiment ██████░░░░ 3/8 long #1: load on · rtt 21/160 ms · X stops`: what the bar
+    line shows; rtt is the probe target's p50/p99 over the last sample."""
     filled = round(width * done / total) if total else 0
-    return f"experiment {'█' * filled}{'░' * (width - filled)} {done}/{total} {current} · X stops"
+    live = f" · {rtt}" if rtt else ""
+    return f"experiment {'█' * filled}{'░' * (width - filled)} {done}/{total} {current}{live} · X stops"
+
+
+def fitted_bar(done: int, total: int, current: str, rtt: str, columns: int, longest: str = "") -> str:
+    """bar_text with the bar shrunk (down to 4 cells) so that the line fits `columns`:
+    at 80 columns a long variant name and its live RTT still leave "X stops" on screen.
+    Sized for `longest` (the longest phase text) and a four-digit RTT, so the bar keeps
+    one length through the run instead of jumping with each phase's name."""
+    widest = max(current, longest, key=len)
+    rest = len(bar_text(total, total, widest, 0, "rtt 0000/0000 ms"))
+    return bar_text(done, total, current, max(4, min(BAR_WIDTH, columns - 2 - rest)), rtt)
 
 
 def estimate_s(plan: Any) -> float:
@@ -182,8 +194,11 @@ class ExperimentMixin:
             self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
             return
 
+        longest = max((f"{v.name} #{plan.timing.repeats}: load on" for v in plan.variants), key=len, default="")
+
         def progress(p: Any) -> None:
-            self._ui(self._set_bar, bar_text(p.done, p.total, p.current))
+            columns = self.size.width  # type: ignore[attr-defined]
+            self._ui(self._set_bar, fitted_bar(p.done, p.total, p.current, p.rtt, columns, longest))
 
         # made here, on the UI thread, so that X stops it from the first moment on
         self.experiment = Runner(plan, self.get_tuner(), os.path.join(out, "run.nettop"), progress)  # type: ignore[attr-defined]
