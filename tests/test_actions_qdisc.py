@@ -256,3 +256,55 @@ def test_a_set_line_splits_child_dot_keys_into_the_childs_parameters():
                        "child.target=5ms")
     assert ch.value == {"kind": "tbf", "params": {"rate": "10mbit", "burst": "15k"}, "children": "fq_codel",
                         "child_params": {"quantum": "300", "target": "5ms"}}
+
+
+def test_a_journal_from_before_child_parameters_were_read_back_still_undoes_and_shows_no_drift(veth_lab, tmp_path):
+    """A nettop from before child_params wrote `after` without them. After an upgrade its
+    tbf-with-a-child entry is not "changed by someone else": undo goes ahead and the drift
+    check stays quiet. A change of what that journal does hold (the child's kind, by hand
+    with tc) still counts; with today's journal, so does the child's limit."""
+    import json
+
+    from lab import run
+
+    dev = veth_lab.host_if
+    path = tmp_path / "j.jsonl"
+    t = Tuner(Journal(str(path)), read_only=None)
+    t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": {"rate": "20mbit", "burst": "15k"},
+                                            "children": "bfifo", "child_params": {"limit": 30000}})]), confirmed=True)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for rec in lines:
+        if rec.get("op") == "end":
+            assert rec["after"].pop("child_params") == {"limit": 30000}  # as the older nettop wrote it
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    t = Tuner(Journal(str(path)), read_only=None)
+    assert t.drift() == []
+    parent = _tc_qdiscs(dev)[1]["parent"]
+    run(["tc", "qdisc", "replace", "dev", dev, "parent", parent, "pfifo", "limit", "100"])
+    (d,) = t.drift()
+    assert "children pfifo" in d.line() and "changed by someone else" in d.line()
+    run(["tc", "qdisc", "replace", "dev", dev, "parent", parent, "bfifo", "limit", "30000"])
+    assert t.drift() == []
+    t.undo()
+    assert RootQdisc(dev).read()["kind"] == "noqueue"
+
+    # today's journal holds the child's limit: a hand-made change of it is drift
+    t = Tuner(Journal(str(tmp_path / "new.jsonl")), read_only=None)
+    t.apply(t.plan([Change(RootQdisc(dev), {"kind": "tbf", "params": {"rate": "20mbit", "burst": "15k"},
+                                            "children": "bfifo", "child_params": {"limit": 30000}})]), confirmed=True)
+    run(["tc", "qdisc", "change", "dev", dev, "parent", _tc_qdiscs(dev)[1]["parent"], "bfifo", "limit", "40000"])
+    (d,) = t.drift()
+    assert "limit=40000" in d.line(), d.line()
+    t.undo(force=True)
+    assert RootQdisc(dev).read()["kind"] == "noqueue"
+
+
+def test_unchanged_compares_only_what_the_journal_holds():
+    s = RootQdisc("lo")
+    left = {"kind": "fq_codel", "params": {"limit": 10240, "target": 4999, "interval": 99999}, "default": False}
+    now = {**left, "params": {**left["params"], "quantum": 1514, "ecn": 1}}
+    assert s.unchanged(left, now)  # an older journal: quantum and ecn were not read back then
+    assert not s.unchanged(left, {**now, "params": {**now["params"], "target": 20000}})
+    assert not s.unchanged(left, {**now, "kind": "pfifo_fast"})
+    assert not s.unchanged({**left, "child_params": {"limit": 3}}, now)  # the child went away
+    assert s.unchanged(left, left)

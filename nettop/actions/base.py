@@ -75,6 +75,12 @@ class Setting(ABC):
         """Whether the read-back value is what was asked for (some settings round)."""
         return requested == after
 
+    def unchanged(self, left: Value, now: Value) -> bool:
+        """Whether `now` is still what nettop left (the journal's read-back). Undo and the
+        drift check ask this; a setting whose read-back grows fields in a newer nettop
+        compares only the fields the journal holds, so an upgrade is not "someone else"."""
+        return now == left
+
     def confirm_reason(self, before: Value, value: Value) -> str | None:
         """Why this change needs the operator's confirmation (link reset, dropped packets)."""
         return None

@@ -364,6 +364,21 @@ class RootQdisc(Setting):
             all(_same(requested.get("children"), k, v, child_got.get(k))
                 for k, v in (requested.get("child_params") or {}).items())
 
+    def unchanged(self, left: Value, now: Value) -> bool:
+        """The parameters a journal holds still read the same; a parameter it does not hold
+        (fq_codel's quantum and ecn, tbf's child_params: read back since 2026-11) is not a
+        change by someone else."""
+        if not isinstance(left, dict) or not isinstance(now, dict):
+            return bool(left == now)
+        for key in set(left) | set(now):
+            a, b = left.get(key), now.get(key)
+            if key in ("params", "child_params") and isinstance(b, dict) and isinstance(a, dict | None):
+                if any(b.get(k) != v for k, v in (a or {}).items()):
+                    return False
+            elif a != b:
+                return False
+        return True
+
     def confirm_reason(self, before: Value, value: Value) -> str | None:
         reason = "replacing the root qdisc drops the packets queued in the old one"
         if isinstance(before, dict) and not before.get("default") and before.get("kind") in ("htb", "mq"):

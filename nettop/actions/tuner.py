@@ -199,7 +199,7 @@ class Tuner:
             s = from_record(e.setting)
             expect, target = (e.after, e.before) if action == "undo" else (e.before, e.after)
             now = self._read(s)
-            if now != expect and not force:
+            if not s.unchanged(expect, now) and not force:
                 raise ActionError(f"cannot {action} {e.key}: it is {s.show(now)} now, not "
                                   f"{s.show(expect)} as nettop left it (changed by someone else); "
                                   f"use --force to {action} anyway")
@@ -288,7 +288,7 @@ class Tuner:
                 now = s.read()
             except (OSError, ActionError):
                 continue
-            if now != e.after:
+            if not s.unchanged(e.after, now):
                 out.append(Drift(key, e.after, now, (s.show(e.after), s.show(now))))
         return out
 
