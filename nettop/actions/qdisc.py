@@ -136,6 +136,22 @@ def parse_param(kind: str, key: str, value: Any) -> int:
     raise ActionError(f"{kind} {key}={clip(value)}: give {hint}")
 
 
+def _checked(kind: str, given: dict[str, Any], shown: str, key_prefix: str = "") -> dict[str, int]:
+    """`given` parameters of `kind` in the kernel's units, each a u32; ActionError naming
+    an unknown key (with the keys `kind` takes, as the user writes them: `key_prefix`) or
+    a value out of range (`shown` + key=value). The root's and tbf's child's share it."""
+    bad = [k for k in given if k not in PARAMS[kind]]
+    if bad:
+        allowed = ", ".join(f"{key_prefix}{k}" for k in PARAMS[kind]) or "none"
+        raise ActionError(f"{kind} has no parameter {', '.join(map(bare, bad))} (it takes: {allowed})")
+    out = {}
+    for k, v in given.items():
+        out[k] = parse_param(kind, k, v)
+        if out[k] < 0 or out[k] > 2**32 - 1:
+            raise ActionError(f"{shown}{k}={clip(v)}: out of range (0 to 4294967295)", errno.ERANGE)
+    return out
+
+
 def _options(kind: str, opts: Any) -> dict[str, Any]:
     """The parameters nettop tracks, from a dumped qdisc's decoded TCA_OPTIONS."""
     if opts is None or isinstance(opts, str):
@@ -225,15 +241,7 @@ class RootQdisc(Setting):
         params = value.get("params") or {}
         if not isinstance(params, dict):
             raise ActionError(f"qdisc {kind}: parameters are KEY=VALUE pairs, not {clip(params)}")
-        params = dict(params)
-        bad = [k for k in params if k not in PARAMS[pkind]]
-        if bad:
-            allowed = ", ".join(PARAMS[pkind]) or "none"
-            raise ActionError(f"{pkind} has no parameter {', '.join(map(bare, bad))} (it takes: {allowed})")
-        for k, v in params.items():
-            params[k] = parse_param(pkind, k, v)
-            if params[k] < 0 or params[k] > 2**32 - 1:
-                raise ActionError(f"{kind} {k}={clip(v)}: out of range (0 to 4294967295)", errno.ERANGE)
+        params = _checked(pkind, params, f"{kind} ")
         if pkind == "tbf" and not (params.get("rate") and params.get("burst")):
             raise ActionError("tbf needs rate=BYTES_PER_SECOND and burst=BYTES above 0 (limit=BYTES optional)")
         if pkind == "tbf":
@@ -266,16 +274,7 @@ class RootQdisc(Setting):
                                  else "has no child"))
         if not isinstance(given, dict):
             raise ActionError(f"qdisc {kind}: child parameters are child.KEY=VALUE pairs, not {clip(given)}")
-        bad = [k for k in given if k not in PARAMS[child]]
-        if bad:
-            allowed = ", ".join(f"child.{k}" for k in PARAMS[child]) or "none"
-            raise ActionError(f"{child} has no parameter {', '.join(map(bare, bad))} (it takes: {allowed})")
-        out = {}
-        for k, v in given.items():
-            out[k] = parse_param(child, k, v)
-            if out[k] < 0 or out[k] > 2**32 - 1:
-                raise ActionError(f"{child} child.{k}={clip(v)}: out of range (0 to 4294967295)", errno.ERANGE)
-        return out
+        return _checked(child, given, f"{child} child.", key_prefix="child.")
 
     def write(self, value: Value) -> None:
         from pyroute2 import IPRoute
@@ -294,11 +293,12 @@ class RootQdisc(Setting):
                 if kind == "mq":
                     self._write_mq(ipr, idx, value)
                     return
-                if kind == "tbf":
+                fresh_flows = "flows" in (value.get("child_params") or {})
+                if kind == "tbf" and (not value.get("children") or fresh_flows):
+                    # only then can the tbf now in place have to go: read it back just for these
                     now = self.read()
-                    child_params = value.get("child_params") or {}
                     if (not value.get("children") and now.get("children")) or \
-                            ("flows" in child_params and now.get("children") == value.get("children")):
+                            (fresh_flows and now.get("children") == value.get("children")):
                         # a tbf change keeps its grafted child, and a live fq_codel refuses a new
                         # flows count: only a new tbf gets its own FIFO back or a fresh child
                         ipr.tc("del", index=idx, parent=TC_H_ROOT)
