@@ -367,6 +367,38 @@ async def test_the_journal_shows_a_value_someone_else_changed(lab):
     assert "changed by someone else" in drift and "1234" in drift
 
 
+async def test_a_journal_with_a_torn_line_is_said_once_and_shown_in_the_journal_screen(lab):
+    """A crash can leave a torn last line; the CLI warns once per command, the live view once
+    per set of skipped lines (not on every key) and always in the journal screen."""
+    t, pilot = lab, lab.pilot
+    with open(t.tuner.journal.path, "a") as f:
+        f.write('{"op": "begin", "id": 9')  # torn mid-record, no newline
+    await set_line(t, f"txqueuelen {t.ifname} 3000")
+    assert sysfs(f"/sys/class/net/{t.ifname}/tx_queue_len") == "3000"  # the change still lands
+    said = [n for n in notices(t.app) if "skipped 1 unreadable line" in n]
+    assert len(said) == 1 and "line 1:" in said[0] and t.tuner.journal.path in said[0]
+    await set_line(t, f"txqueuelen {t.ifname} 3001")
+    assert len([n for n in notices(t.app) if "unreadable line" in n]) == 1  # not again
+    await pilot.press("j")
+    await settle(t)
+    skipped = t.app.screen.query_one("#journal-skipped")
+    assert skipped.display and "skipped 1 unreadable line" in str(skipped.render())
+    assert "txqueuelen" in str(t.app.screen.query_one("#journal-list").render())
+    await pilot.press("escape")
+    await pilot.press("u")  # the records after the torn line still count
+    await settle(t)
+    assert sysfs(f"/sys/class/net/{t.ifname}/tx_queue_len") == "3000"
+
+
+async def test_a_clean_journal_shows_no_skipped_line(lab):
+    t, pilot = lab, lab.pilot
+    await set_line(t, f"txqueuelen {t.ifname} 3000")
+    await pilot.press("j")
+    await settle(t)
+    assert not t.app.screen.query_one("#journal-skipped").display
+    assert not [n for n in notices(t.app) if "unreadable line" in n]
+
+
 # --- refusals without the kernel ---------------------------------------------------------
 
 @pytest.mark.parametrize("key", ["a", "A", "k", "c", "d", "o", "u", "U"])

@@ -26,6 +26,7 @@ from textual.widgets import Static
 from nettop.actions.base import ActionError, Change, Plan, Result
 from nettop.actions.cli_set import build_changes, set_line_parser
 from nettop.actions.conflicts import ban_irqs, find_conflicts
+from nettop.actions.journal import problem_line
 from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
 from nettop.actions.irq import nr_cpu_ids
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
@@ -219,21 +220,25 @@ class JournalScreen(ModalScreen[None]):
     ]
 
     def __init__(self, lines: Sequence[tuple[float, str]], on_compare: Callable[[float, str], None],
-                 on_revert: Callable[[], None], drift: Sequence[str] = ()) -> None:
+                 on_revert: Callable[[], None], drift: Sequence[str] = (),
+                 skipped: str | None = None) -> None:
         super().__init__(id="journal")
         self.lines = list(lines)
         self.cursor = max(0, len(self.lines) - 1)
         self._on_compare, self._on_revert = on_compare, on_revert
         self._drift = list(drift)
+        self._skipped = skipped  # the journal's unreadable lines, one warning line
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="journal-box"):
             yield Static("", id="journal-list")
             yield Static("\n".join(f"drift: {d}" for d in self._drift), id="journal-drift")
+            yield Static(f"⚠ {self._skipped}" if self._skipped else "", id="journal-skipped")
             yield Static("↑↓ pick · b before/after · x revert all · esc close", id="journal-keys")
 
     def on_mount(self) -> None:
         self.query_one("#journal-drift").display = bool(self._drift)
+        self.query_one("#journal-skipped").display = bool(self._skipped)
         self._draw()
 
     def _draw(self) -> None:
@@ -330,6 +335,17 @@ class TuningMixin:
 
     tuner: Tuner | None
     replaying: bool
+    _journal_said: tuple[str, ...] = ()  # the skipped journal lines already warned about
+
+    def _journal_warning(self, tuner: Tuner) -> list[str]:
+        """The journal's unreadable lines (torn by a crash, edited by hand), as the CLI's one
+        warning line: said once per set of such lines, not on every key, since the live
+        view runs many commands over one journal; the journal screen always shows it."""
+        problems = tuple(tuner.journal.problems)
+        if not problems or problems == self._journal_said:
+            return []
+        self._journal_said = problems
+        return [problem_line(tuner.journal.path, list(problems))]
 
     def tuning_disabled(self) -> str | None:
         if self.replaying:
@@ -439,7 +455,7 @@ class TuningMixin:
         except ActionError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
             return
-        warnings = []
+        warnings = self._journal_warning(tuner)
         banned = False
         if ban and irqs:
             try:
@@ -485,10 +501,9 @@ class TuningMixin:
         except ActionError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
             return
+        self.call_from_thread(self._applied, results, self._journal_warning(tuner))  # type: ignore[attr-defined]
         if not results:
             self.call_from_thread(self.notify, f"nothing to {which}", timeout=4)  # type: ignore[attr-defined]
-            return
-        self.call_from_thread(self._applied, results, [])  # type: ignore[attr-defined]
 
     def _revert_unless_refused(self) -> None:
         """The journal screen's "revert all": nothing in replay or read-only mode."""
@@ -504,7 +519,8 @@ class TuningMixin:
         except ActionError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
             return
-        self.call_from_thread(self._applied, results, [f"skipped: {s}" for s in tuner.skipped])  # type: ignore[attr-defined]
+        self.call_from_thread(self._applied, results,  # type: ignore[attr-defined]
+                              self._journal_warning(tuner) + [f"skipped: {s}" for s in tuner.skipped])
 
     def _tuning_events(self) -> list[Event]:
         return [e for e in self.source.timeline.events() if e.kind == "tuning"]  # type: ignore[attr-defined]
@@ -518,14 +534,18 @@ class TuningMixin:
         blocking calls run their own event loop: so off the UI thread, like every write."""
         events = [(e.t_wall, e.text) for e in self._tuning_events()]
         drift: list[str] = []
+        skipped = None
         tuner = None if replaying else self.get_tuner()
         if tuner is not None and not tuner.read_only:
             try:
-                drift = [d.line() for d in tuner.drift()]
+                drift = [d.line() for d in tuner.drift()]  # reads the journal: its problems are fresh
             except ActionError as exc:
                 drift = [str(exc)]
+            if tuner.journal.problems:
+                skipped = problem_line(tuner.journal.path, tuner.journal.problems)
+                self._journal_said = tuple(tuner.journal.problems)
         screen = JournalScreen(events, self._show_before_after,
-                               self._revert_unless_refused, drift)
+                               self._revert_unless_refused, drift, skipped)
         self.call_from_thread(self.push_screen, screen)  # type: ignore[attr-defined]
 
     def action_before_after(self) -> None:
