@@ -156,6 +156,27 @@ async def test_latency_is_plotted_and_tabled_when_snapshots_carry_it():
     await ctx.__aexit__(None, None, None)
 
 
+async def test_a_long_target_name_is_cut_so_the_latency_figures_stay_in_the_panel():
+    """Wide at 160 columns, then the terminal shrinks to 120: the column shrinks with it."""
+    long = "tcp://monitoring-gateway.example.net:8443"
+    src = ScriptedSource()
+    app = NettopApp(src)
+    ctx, pilot = await started(app, src, 8, size=(160, 50), ping=("198.18.0.2", long))
+    table = app.query_one(LatencyTable)
+    wide = table.virtual_size.width
+    await pilot.resize_terminal(120, 40)
+    await pilot.pause()
+    src.push(synthetic(8, ping=("198.18.0.2", long)))  # sized against the laid-out panel
+    await pilot.pause()
+    assert 0 < table.virtual_size.width <= table.scrollable_content_region.width < wide  # no sideways scroll
+    stats = src.timeline.latest().snapshot.latency[long]
+    rows = [table.render_line(y).text for y in range(3)]
+    assert rows[0].rstrip().endswith("replies")
+    line = next(r for r in rows if r.lstrip().startswith("tcp://"))
+    assert "…" in line and line.rstrip().endswith(f"{stats.received}/{stats.sent}")
+    await ctx.__aexit__(None, None, None)
+
+
 async def test_many_cpus_switch_to_the_heatmap():
     src = ScriptedSource(cpu_nodes={c: c // 32 for c in range(64)})
     app = NettopApp(src)

@@ -299,7 +299,7 @@ class DrawingMixin(_AppBase):
             chart.display = table.display = True
             empty.display = False
         rows = model.latency_rows(point.snapshot)
-        table.widen("target", label_width((r.target for r in rows), 14))
+        table.fit_target(r.target for r in rows)
         table.sync([(r.key, LatencyTable.cells(r)) for r in rows])
         events = self.source.timeline.events()
         if len(events) != self._latency_events or due(self._latency_t, point.snapshot.t_mono, self.window_s,

@@ -103,7 +103,8 @@ class LiveTable(ScrollView, can_focus=True):
         segs = []
         for key, (text, level) in zip(self._columns, cells):
             w = self._widths[key]
-            text = text[:w]
+            if len(text) > w:  # a cut label says so; numbers are sized never to be cut
+                text = text[:max(0, w - 1)] + "…" if key in self.LEFT else text[:w]
             body = text.ljust(w) if key in self.LEFT else text.rjust(w)
             segs.append(Segment(" " * PAD + body + " " * PAD, self.cell_style(level) or None))
         return segs
@@ -150,7 +151,12 @@ class LiveTable(ScrollView, can_focus=True):
 
     def widen(self, column: str, width: int) -> None:
         """Give a column more room (rare: a longer interface name appeared)."""
-        if width <= self._widths[column]:
+        if width > self._widths[column]:
+            self.set_width(column, width)
+
+    def set_width(self, column: str, width: int) -> None:
+        """Make a column exactly `width` wide, narrower too (the panel shrank)."""
+        if width == self._widths[column]:
             return
         self._widths[column] = width
         self._x = self._offsets()
@@ -336,6 +342,16 @@ class LatencyTable(LiveTable):
     COLUMNS = (("target", "target", 12), ("loss", "loss%", 5), ("avg", "avg", 5), ("p50", "p50", 5),
                ("p99", "p99", 5), ("max", "max ms", 6), ("note", "replies", 7))
     LEFT = frozenset({"target", "note"})
+
+    def fit_target(self, targets: Iterable[str]) -> None:
+        """The target column as wide as its longest name, but never so wide that the
+        figures leave the panel: a long name (tcp://HOST:PORT) is cut with "…" instead."""
+        want = label_width(targets, 14)
+        room = self.scrollable_content_region.width
+        if room:  # laid out: the figures' columns keep their room
+            others = sum(w for k, w in self._widths.items() if k != "target")
+            want = max(12, min(want, room - others - 2 * PAD * len(self._columns)))
+        self.set_width("target", want)
 
     @staticmethod
     def cells(row: LatencyRow) -> tuple[Cell, ...]:
