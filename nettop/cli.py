@@ -12,7 +12,7 @@ import sys
 import time
 from typing import NoReturn, Sequence
 
-from nettop.output.argtypes import interval as _interval, ping_interval as _ping_interval, root as _root
+from nettop.output.argtypes import interval as _interval, latency_target as _latency_target, ping_interval as _ping_interval, root as _root
 from nettop.kernel.sysroot import SysRoot
 
 
@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--revert-on-exit", action="store_true",
                    help="live view: put back every setting nettop changed when it exits (kill -9: `nettop restore`)")
     _ping_args(p)
+    p.add_argument("--latency-target", type=_latency_target, default=None, metavar="MS",
+                   help="the RTT this host must keep (ms): the doctor's coalescing and power-management rules "
+                        "then speak up (live view and --record)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
     s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
@@ -53,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     from nettop.fleet import cli as fleet_cli
     fleet_cli.add_subcommands(sub)
     from nettop.serve import cli as serve_cli
-    serve_cli.add_subcommands(sub, _interval, _root)
+    serve_cli.add_subcommands(sub, _interval, _root, _latency_target)
     _ping_args(sub.choices["serve"], prefix="serve_")
     _record_args(p, sub)
     return p
@@ -88,6 +91,8 @@ def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-un
     r.add_argument("--max-size", type=_size, default=None, dest="rec_max_size")
     r.add_argument("--root", type=_root, default=None, dest="rec_root")
     r.add_argument("--iface", action="append", default=None, dest="rec_iface", metavar="IFACE")
+    r.add_argument("--latency-target", type=_latency_target, default=None, dest="rec_latency_target", metavar="MS",
+                   help="the RTT this host must keep (ms), for the recorded doctor findings")
     _ping_args(r, prefix="rec_")
     rp = sub.add_parser("replay", help="open a recording in the same screens (play/pause, seek, events)")
     rp.add_argument("file", metavar="FILE")
@@ -112,7 +117,8 @@ def cmd_record(args: argparse.Namespace) -> int:
                   (args.rec_interval if sub else None) or args.interval,
                   (args.rec_duration if sub else None) or args.duration,
                   (args.rec_max_size if sub else None) or args.max_size,
-                  _prober(ping, ping_interval))
+                  _prober(ping, ping_interval),
+                  latency_target_ms=(args.rec_latency_target if sub else None) or args.latency_target)
 
 
 def cmd_recording(args: argparse.Namespace) -> int:
@@ -202,14 +208,15 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
 
 def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
              ping: list[str] | None = None, ping_interval: float | None = None,
-             revert_on_exit: bool = False) -> int:
+             revert_on_exit: bool = False, latency_target_ms: float | None = None) -> int:
     """The full-screen app on a terminal; the plain refreshing report when output is not one."""
     if not (sys.stdout.isatty() and sys.stderr.isatty()):
         from nettop.output.text_report import watch
         return watch(root, interval, ifaces)
     from nettop.tui.app import run
     from nettop.tui.source import LiveSource
-    return run(LiveSource(root, ifaces, interval, prober=_prober(ping, ping_interval)), revert_on_exit)
+    return run(LiveSource(root, ifaces, interval, prober=_prober(ping, ping_interval),
+                          latency_target_ms=latency_target_ms), revert_on_exit)
 
 
 def cmd_replay(path: str, speed: float = 1.0) -> int:
@@ -257,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval,
                                 args.ebpf)
         return cmd_live(args.root, args.interval, args.iface, args.ping, args.ping_interval,
-                        args.revert_on_exit)
+                        args.revert_on_exit, args.latency_target)
     except UsageError as exc:
         print(f"nettop: {exc}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from nettop.doctor.engine import DoctorConfig, evaluate, worst
 from nettop.doctor.finding import Finding
-from nettop.output.argtypes import interval as _interval, ping_interval as _ping_interval, root as _root
+from nettop.output.argtypes import interval as _interval, latency_target as _ms, ping_interval as _ping_interval, root as _root
 
 EXIT_CANNOT_SAMPLE = 4
 
@@ -28,15 +28,6 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"seconds {v:g} is out of range: use 1 to 3600")
     return v
 
-
-def _ms(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"latency target {text!r} is not a number of ms (give e.g. 1)") from None
-    if not 0 < v <= 60_000:
-        raise argparse.ArgumentTypeError(f"latency target {v:g} ms is out of range: use more than 0 up to 60000")
-    return v
 
 
 def _prober(targets: list[str] | None, interval: float | None) -> Any:
@@ -65,7 +56,7 @@ def add_subcommands(sub: Any) -> None:
     d = sub.add_parser("doctor", help="sample N seconds and name what the tuning guides would fix (exit 0-3 by severity)")
     d.add_argument("--json", action="store_true", dest="doc_json", help="one JSON document on stdout")
     d.add_argument("--seconds", type=_seconds, default=5.0, metavar="N", help="seconds to sample (1-3600, default 5)")
-    d.add_argument("--latency-target", type=_ms, default=None, metavar="MS",
+    d.add_argument("--latency-target", type=_ms, default=None, metavar="MS", dest="doc_latency_target",
                    help="the RTT this host must keep (ms): enables the coalescing and power-management latency rules")
     d.add_argument("-i", "--interval", type=_interval, default=None, dest="doc_interval",
                    help="seconds between samples (default 1)")
@@ -130,7 +121,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     ifaces = args.doc_iface or args.iface
     seconds = max(args.seconds, interval)
     # half an interval of slack: the first sample is never cut by the jitter of the clock
-    config = DoctorConfig(window_s=seconds + interval / 2, latency_target_ms=args.latency_target)
+    config = DoctorConfig(window_s=seconds + interval / 2, latency_target_ms=args.doc_latency_target or getattr(args, "latency_target", None))
     problems: list[str] = []
     probes = _start_probes(problems) if args.doc_ebpf else None
     prober = _prober(args.doc_ping or args.ping, args.doc_ping_interval or args.ping_interval)

@@ -28,6 +28,18 @@ def root(text: str) -> SysRoot:
     return SysRoot(text)
 
 
+def latency_target(text: str) -> float:
+    """The RTT (ms) a host must keep: the doctor's coalescing and power-management rules
+    apply only when one is given."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"latency target {text!r} is not a number of ms (give e.g. 1)") from None
+    if not 0 < v <= 60_000:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"latency target {v:g} ms is out of range: use more than 0 up to 60000")
+    return v
+
+
 def ping_interval(text: str) -> float:
     from nettop.ping import MAX_INTERVAL_S, MIN_INTERVAL_S
 

@@ -113,7 +113,8 @@ class Recorder:
     def __init__(self, reader: Any, path: str, interval: float = 1.0, duration: float | None = None,
                  max_size: int | None = None, meta: dict[str, Any] | None = None,
                  journal: str | None = None, out: TextIO | None = None,
-                 on_snapshot: Callable[[Snapshot], None] | None = None) -> None:
+                 on_snapshot: Callable[[Snapshot], None] | None = None,
+                 latency_target_ms: float | None = None) -> None:
         self.reader = reader
         self.path = path
         self.interval = interval
@@ -127,8 +128,9 @@ class Recorder:
         self.stop_event = threading.Event()
         self._queue: queue.Queue[Snapshot | BaseException] = queue.Queue(maxsize=1000)
         self.timeline = Timeline(max_points=2)
+        from nettop.doctor import DoctorConfig
         from nettop.doctor.watch import Watch
-        self.doctor = Watch()
+        self.doctor = Watch(DoctorConfig(latency_target_ms=latency_target_ms))
 
     def request_stop(self, *_: Any) -> None:
         self.stop_event.set()
@@ -191,7 +193,7 @@ class Recorder:
 
 def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, interval: float = 1.0,
            duration: float | None = None, max_size: int | None = None, prober: Any = None,
-           journal: str | None = None) -> int:
+           journal: str | None = None, latency_target_ms: float | None = None) -> int:
     """`nettop --record FILE`: returns the exit status; every failure is one line on stderr."""
     from nettop.collectors.host import HostReader
     from nettop.kernel.sysroot import LIVE
@@ -205,7 +207,9 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
     reader = HostReader(root, ifnames, prober=prober)
     meta = {"host": reader.host, "kernel": reader.kernel, "cpu_nodes": _cpu_nodes(root),
             "started": time.time(), "root": root.path if hasattr(root, "path") else "/"}
-    rec = Recorder(reader, path, interval, duration, max_size, meta, journal)
+    if latency_target_ms is not None:
+        meta["latency_target_ms"] = latency_target_ms  # what the recorded findings were judged against
+    rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms)
     old = {s: signal.signal(s, rec.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         result = rec.run()

@@ -9,7 +9,7 @@ from typing import Any
 from nettop.serve.server import DEFAULT_LISTEN, ServeError, parse_listen
 
 
-def add_subcommands(sub: Any, interval_type: Any, root_type: Any) -> None:
+def add_subcommands(sub: Any, interval_type: Any, root_type: Any, latency_type: Any) -> None:
     s = sub.add_parser("serve", help="Prometheus /metrics of nettop's figures (headless; docs/fleet.md)")
     s.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
                    help=f"where to serve /metrics (default {DEFAULT_LISTEN}; loopback unless --allow-remote)")
@@ -21,6 +21,8 @@ def add_subcommands(sub: Any, interval_type: Any, root_type: Any) -> None:
                    help="seconds between samples (default 1)")
     s.add_argument("--root", type=root_type, default=None, dest="serve_root", help="serve a captured /proc + /sys tree")
     s.add_argument("--iface", action="append", default=None, dest="serve_iface", metavar="IFACE")
+    s.add_argument("--latency-target", type=latency_type, default=None, dest="serve_latency_target", metavar="MS",
+                   help="the RTT this host must keep (ms): the doctor's latency rules then apply to the findings gauge")
     s.add_argument("--ebpf", action="store_true", dest="serve_ebpf",
                    help="also run the eBPF tracepoint probes and export their counters (root and bcc)")
 
@@ -44,7 +46,8 @@ def run(args: argparse.Namespace, prober: Any, start_probes: Any) -> int:
     root = args.serve_root or args.root
     reader = HostReader(root, args.serve_iface or args.iface, prober=prober, probes=probes)
     try:
-        return serve(listen, reader, args.serve_interval or args.interval, Options(args.per_cpu_irqs), prober)
+        return serve(listen, reader, args.serve_interval or args.interval, Options(args.per_cpu_irqs), prober,
+                     args.serve_latency_target or args.latency_target)
     except ServeError as exc:
         print(f"nettop serve: {exc}", file=sys.stderr)
         return 2

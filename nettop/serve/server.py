@@ -70,14 +70,16 @@ def parse_listen(text: str, allow_remote: bool) -> Listen:
 class Exporter:
     """Samples `reader` and renders the text a scrape gets."""
 
-    def __init__(self, reader: Any, interval: float, opts: Options = Options(), prober: Any = None) -> None:
+    def __init__(self, reader: Any, interval: float, opts: Options = Options(), prober: Any = None,
+                 latency_target_ms: float | None = None) -> None:
+        from nettop.doctor import DoctorConfig
         from nettop.doctor.watch import Watch
 
         self.reader = reader
         self.interval = interval
         self.opts = opts
         self.prober = prober
-        self.watch = Watch()
+        self.watch = Watch(DoctorConfig(latency_target_ms=latency_target_ms))
         self.timeline = Timeline(max_points=2)
         self.ebpf = EbpfTotals()
         self.errors = 0
@@ -216,9 +218,10 @@ def bind(listen: Listen, exporter: Exporter) -> ThreadingHTTPServer:
         raise ServeError(f"--listen {listen.host}:{listen.port}: {exc.strerror}") from None
 
 
-def serve(listen: Listen, reader: Any, interval: float, opts: Options, prober: Any = None) -> int:
+def serve(listen: Listen, reader: Any, interval: float, opts: Options, prober: Any = None,
+          latency_target_ms: float | None = None) -> int:
     """Run until SIGINT/SIGTERM; returns the exit status."""
-    exporter = Exporter(reader, interval, opts, prober)
+    exporter = Exporter(reader, interval, opts, prober, latency_target_ms)
     server = bind(listen, exporter)
     if prober is not None:
         prober.start()

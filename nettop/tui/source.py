@@ -105,7 +105,7 @@ class LiveSource:
 
     def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
                  interval: float = 1.0, max_points: int = 3600, reader: Reader | None = None,
-                 prober: Any = None) -> None:
+                 prober: Any = None, latency_target_ms: float | None = None) -> None:
         self.root = root
         self.prober = prober  # nettop.ping.Prober: its results ride in each snapshot
         self._given_reader = reader  # else a HostReader is opened on start
@@ -123,8 +123,9 @@ class LiveSource:
         self._process: Any = None  # psutil.Process, imported when first asked
         self._last_error: str | None = None
         self.tap = RecordingTap()  # the record key; written on the sampler thread
+        from nettop.doctor import DoctorConfig
         from nettop.doctor.watch import Watch
-        self.doctor = Watch()
+        self.doctor = Watch(DoctorConfig(latency_target_ms=latency_target_ms))
         self.probe_switch = ProbeSwitch(self._attach_probes)  # the eBPF key
         self._routes: tuple[int, ...] = ()
         self._routes_t: float | None = None
