@@ -82,6 +82,50 @@ def test_the_recorder_judges_its_findings_against_the_target(powersave, tmp_path
         assert float(kept) == 1.0  # the recording says what its findings were judged against
     else:
         assert not found and kept is None
+    # the report judges the recording's last window by the same target
+    report = _nettop("report", str(rec), "--no-plots", tmp_path=tmp_path)
+    assert report.returncode == 0, report.stderr
+    end = report.stdout.split("At the end of the recording", 1)[1]
+    assert ("latency target 1 ms" in end and "`power-latency:host`" in end) if target else \
+        ("latency target" not in end and "power-latency" not in end), end
+
+
+async def test_replay_judges_the_findings_by_the_recorded_target(powersave, tmp_path):
+    from nettop.record.replay import ReplaySource
+    from nettop.tui.doctor_panel import FindingsTable
+
+    rec = tmp_path / "run.nettop"
+    r = _nettop("record", "-o", str(rec), "--root", str(powersave), "-i", "0.5", "--duration", "3",
+                "--latency-target", "1", tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    source = ReplaySource(str(rec), 60.0)
+    assert source.doctor_config.latency_target_ms == 1.0
+    app = NettopApp(source)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            await pilot.pause()
+            if source.at_end:
+                break
+        await pilot.press("7")
+        await pilot.pause()
+        table = app.query_one("#findings-table", FindingsTable)
+        ids = [table.cell(k, "id")[0] for k in table.row_keys()]
+        status = str(app.query_one("#doctor").border_subtitle or "") + str(app.query_one("#doctor").border_title or "")
+    assert "power-latency:host" in ids, ids
+    assert "latency target 1 ms" in status, status
+
+
+@pytest.mark.parametrize("meta, want", [
+    ({}, None), ({"latency_target_ms": 1}, 1.0), ({"latency_target_ms": "2.5"}, 2.5),
+    ({"latency_target_ms": "nan"}, None), ({"latency_target_ms": "inf"}, None), ({"latency_target_ms": "x"}, None),
+    ({"latency_target_ms": True}, None), ({"latency_target_ms": [1]}, None), ({"latency_target_ms": -1}, None),
+    ({"latency_target_ms": "1" * 400}, None),
+])
+def test_a_recordings_target_is_read_back_and_a_damaged_one_is_none(meta, want):
+    from nettop.doctor import DoctorConfig
+
+    assert DoctorConfig.from_meta(meta).latency_target_ms == want
 
 
 def test_doctor_takes_the_target_given_before_its_name(powersave, tmp_path):

@@ -51,8 +51,9 @@ def section(events: Iterable[Event], points: list[Point], config: DoctorConfig =
         out.append("No finding appeared while recording.")
     if points:
         found = evaluate(points, config)
+        judged = f", {config.describe()}" if config.describe() else ""
         out.append(f"\nAt the end of the recording ({_when(points[-1].snapshot.t_wall)}, "
-                   f"last {config.window_s:g} s): {len(found) or 'no'} finding(s).\n")
+                   f"last {config.window_s:g} s{judged}): {len(found) or 'no'} finding(s).\n")
         for f in found:
             out.append(f"- **{f.severity.label}** `{f.id}`: {f.title}. {f.why}.")
             out += [f"  - {e}" for e in f.evidence]

@@ -32,6 +32,8 @@ class ReplaySource:
         self.is_root = False  # the app's tuning actions stay disabled
         self.host = self.reader.meta.get("host", "?")
         self.cpu_nodes: Mapping[int, int] = _nodes(self.reader.meta.get("cpu_nodes"))
+        from nettop.doctor import DoctorConfig
+        self.doctor_config = DoctorConfig.from_meta(self.reader.meta)  # as the recorder judged
         self._max_points = max_points
         self.timeline = Timeline(max_points=max_points)
         self.events = [e for e in self.reader.events()]

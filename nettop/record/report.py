@@ -108,7 +108,9 @@ def build(reader: Reader, plots: bool = True) -> str:
     from nettop.doctor.report import Tail
     tail = Tail()  # keeps the last samples for the doctor's section
     series = [figures(s, r) for s, r in tail.feed(pairs(reader))]
-    out = render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events())
+    from nettop.doctor import DoctorConfig
+    config = DoctorConfig.from_meta(reader.meta)  # the target the recorded findings were judged by
+    out = render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events(), config)
     if reader.meta.get("experiment"):
         from nettop.experiment.table import from_events, markdown
         rows = from_events([e.text for e in reader.events() if e.kind == "experiment"])

@@ -100,6 +100,13 @@ class DoctorMixin:
     def _doctor_watch(self) -> Watch | None:
         return getattr(self.source, "doctor", None)  # type: ignore[attr-defined]
 
+    def _doctor_config(self) -> DoctorConfig:
+        """Live, the Watch's; in replay, the one the recording was judged by."""
+        watch = self._doctor_watch()
+        if watch is not None:
+            return watch.config
+        return getattr(self.source, "doctor_config", None) or DoctorConfig()  # type: ignore[attr-defined]
+
     def doctor_findings(self, point: Point | None = None) -> list[Finding]:
         """What the panel shows: live from the Watch, in replay evaluated at this point."""
         if not hasattr(self, "_doctor_dismissed"):
@@ -109,7 +116,7 @@ class DoctorMixin:
             found = watch.shown()
         else:
             points = self.source.timeline.points()[-12:]  # type: ignore[attr-defined]
-            found = evaluate(points, DoctorConfig()) if points else []
+            found = evaluate(points, self._doctor_config()) if points else []
         return [f for f in found if f.id not in self._doctor_dismissed]
 
     def doctor_header(self) -> str | None:
@@ -132,8 +139,10 @@ class DoctorMixin:
         empty = self.query_one("#doctor-empty", EmptyState)  # type: ignore[attr-defined]
         empty.display = not rows
         table.display = bool(rows)
+        target = self._doctor_config().describe()
         self.query_one("#doctor", Panel).set_status(  # type: ignore[attr-defined]
-            (self.doctor_header() or "") + (" · as recorded" if self.replaying else ""))  # type: ignore[attr-defined]
+            " · ".join(x for x in (self.doctor_header() or "", target,
+                                   "as recorded" if self.replaying else "") if x))  # type: ignore[attr-defined]
 
     def action_doctor_panel(self) -> None:
         self.query_one("#doctor", Panel).display = True  # type: ignore[attr-defined]

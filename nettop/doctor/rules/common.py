@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from nettop.collectors.cpus import format_cpu_list, parse_cpu_mask
 from nettop.doctor.finding import Finding
@@ -19,6 +19,24 @@ class DoctorConfig:
     window_s: float = 5.0
     # With a latency target (ms) the rules that trade latency for CPU speak up.
     latency_target_ms: float | None = None
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any]) -> DoctorConfig:
+        """The config a recording's findings were judged by, so replay and report judge
+        its samples the same way: its latency target if it kept one. A damaged value
+        counts as none (the recording still opens; the rules it enables stay quiet)."""
+        raw = meta.get("latency_target_ms")
+        try:
+            target = float(raw) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
+        except ValueError:
+            target = None
+        if target is None or not 0 < target <= 60_000:  # also nan and inf
+            return cls()
+        return cls(latency_target_ms=target)
+
+    def describe(self) -> str:
+        """"latency target 1 ms" or "" for a panel's title and a report's section."""
+        return f"latency target {self.latency_target_ms:g} ms" if self.latency_target_ms is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
