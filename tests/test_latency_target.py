@@ -178,3 +178,33 @@ def test_serve_exports_the_power_finding_with_a_target(powersave, tmp_path):
         proc.terminate()
         proc.communicate(timeout=30)
     assert 'nettop_doctor_finding{id="power-latency:host"' in body, body[-2000:]
+
+
+async def test_the_record_key_keeps_the_live_views_target(powersave, tmp_path, monkeypatch):
+    import time
+
+    from textual.widgets import Input
+
+    from nettop.record.store import Reader
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NETTOP_STATE_DIR", str(tmp_path / "state"))
+    src = LiveSource(SysRoot(str(powersave)), None, interval=0.1, latency_target_ms=2.0)
+    app = NettopApp(src)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):
+            if app.latest is not None:
+                break
+            await pilot.pause(0.05)
+        await pilot.press("R")
+        name = app.screen.query_one(Input).value
+        await pilot.press("enter")
+        deadline = time.monotonic() + 20
+        while src.tap.status().samples < 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await pilot.press("R")
+    r = Reader(str(tmp_path / name))
+    try:
+        assert float(r.meta["latency_target_ms"]) == 2.0
+    finally:
+        r.close()

@@ -40,7 +40,9 @@ class RecordKeysMixin(DrawingMixin):
             return
         src: Any = self.source
         root = getattr(getattr(src, "root", None), "path", "/")
-        meta = recording_meta(self.latest.snapshot if self.latest else None, src.interval, src.cpu_nodes, root)
+        doctor = getattr(src, "doctor", None)
+        meta = recording_meta(self.latest.snapshot if self.latest else None, src.interval, src.cpu_nodes, root,
+                              doctor.config.latency_target_ms if doctor is not None else None)
         try:
             src.tap.start(path, meta, src.timeline)
         except (RecordingError, OSError) as exc:

@@ -28,10 +28,12 @@ class RecordStatus:
 
 
 def recording_meta(snap: Snapshot | None, interval: float, cpu_nodes: Mapping[int, int],
-                   root: str = "/") -> dict[str, Any]:
+                   root: str = "/", latency_target_ms: float | None = None) -> dict[str, Any]:
     """The meta a replay needs: as the headless recorder writes it."""
     meta: dict[str, Any] = {"interval_s": interval, "cpu_nodes": {str(c): n for c, n in cpu_nodes.items()},
                             "started": time.time(), "root": root, "recorded_by": "nettop TUI"}
+    if latency_target_ms is not None:  # what the recorded findings were judged against
+        meta["latency_target_ms"] = latency_target_ms
     if snap is not None:
         meta["host"], meta["kernel"] = snap.host, snap.kernel
     return meta
