@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     ifaces = args.doc_iface or args.iface
     seconds = max(args.seconds, interval)
     # half an interval of slack: the first sample is never cut by the jitter of the clock
-    config = DoctorConfig(window_s=seconds + interval / 2, latency_target_ms=args.doc_latency_target or getattr(args, "latency_target", None))
+    config = DoctorConfig(window_s=seconds + interval / 2, latency_target_ms=args.doc_latency_target or args.latency_target)
     problems: list[str] = []
     probes = _start_probes(problems) if args.doc_ebpf else None
     prober = _prober(args.doc_ping or args.ping, args.doc_ping_interval or args.ping_interval)

@@ -122,6 +122,8 @@ class Recorder:
         self.max_size = max_size
         self.meta = dict(meta or {})
         self.meta.setdefault("interval_s", interval)
+        if latency_target_ms is not None:  # what the recorded findings were judged against
+            self.meta["latency_target_ms"] = latency_target_ms
         self.journal = JournalTail(journal)
         self.out = out if out is not None else sys.stdout
         self.on_snapshot = on_snapshot
@@ -207,8 +209,6 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
     reader = HostReader(root, ifnames, prober=prober)
     meta = {"host": reader.host, "kernel": reader.kernel, "cpu_nodes": _cpu_nodes(root),
             "started": time.time(), "root": root.path if hasattr(root, "path") else "/"}
-    if latency_target_ms is not None:
-        meta["latency_target_ms"] = latency_target_ms  # what the recorded findings were judged against
     rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms)
     old = {s: signal.signal(s, rec.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -25,14 +25,17 @@ class DoctorConfig:
         """The config a recording's findings were judged by, so replay and report judge
         its samples the same way: its latency target if it kept one. A damaged value
         counts as none (the recording still opens; the rules it enables stay quiet)."""
+        from argparse import ArgumentTypeError
+
+        from nettop.output.argtypes import latency_target  # the one check, as for --latency-target
+
         raw = meta.get("latency_target_ms")
-        try:
-            target = float(raw) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
-        except ValueError:
-            target = None
-        if target is None or not 0 < target <= 60_000:  # also nan and inf
+        if raw is None:
             return cls()
-        return cls(latency_target_ms=target)
+        try:
+            return cls(latency_target_ms=latency_target(str(raw)))
+        except ArgumentTypeError:
+            return cls()
 
     def describe(self) -> str:
         """"latency target 1 ms" or "" for a panel's title and a report's section."""
