@@ -127,6 +127,34 @@ def test_2_per_queue_irqs_and_packets_equal_the_kernels_counters(nics):
     assert abs(link.tx_packets - e1[nics.e1000e]["tx_packets"]) <= 2
 
 
+def wait_moved(irq: int, cpu: int, timeout: float = 30) -> float:
+    """Seconds until the IRQ's effective CPU is `cpu`.
+
+    x86 moves an MSI vector only when it next fires, and that interrupt is still handled
+    (and counted) on the old CPU. Under emulated load a queue can go seconds without an
+    interrupt (seen: 5 s and more), so a window opened a fixed time after `set irq` can
+    catch that last interrupt on the old CPU; the windows below open after the move.
+    """
+    t0 = time.monotonic()
+    while kv.affinity(irq)[1] != (cpu,):
+        assert time.monotonic() - t0 < timeout, f"IRQ {irq} still effective on {kv.affinity(irq)[1]} after {timeout} s"
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def irq_window(r: HostReader, irq: int, least: float = 3, most: float = 20, min_irqs: int = 20):
+    """nettop's samples and /proc/interrupts around a window holding at least min_irqs of irq
+    (or `most` seconds): (rates, the last sample, interrupts before and after, seconds)."""
+    s0, i0, t0 = r.read(), kv.interrupts(), time.monotonic()
+    while True:
+        time.sleep(0.25)
+        elapsed = time.monotonic() - t0
+        if elapsed >= most or (elapsed >= least and sum(delta(i0, kv.interrupts(), irq)) >= min_irqs):
+            break
+    s1, i1, t1 = r.read(), kv.interrupts(), time.monotonic()
+    return compute_rates(s0, s1), s1, i0, i1, t1 - t0
+
+
 def test_3_set_irq_moves_a_busy_rx_queue_and_undo_moves_it_back(nics, tuner, recording: Recording):
     # every queue IRQ of the NIC on CPUs 0-2 first: CPU 3 then does no NET_RX work of its own,
     # and moving a busy queue there must show (a CPU already busy with another queue's NAPI
@@ -136,7 +164,7 @@ def test_3_set_irq_moves_a_busy_rx_queue_and_undo_moves_it_back(nics, tuner, rec
     spread_from = {i: kv.affinity(i)[0] for i in queues.values()}
     apply(tuner, f"nettop set irq {nics.virtio} spread 0-2")
     assert all(kv.affinity(i)[0] != (b,) for i in queues.values())
-    load = kv.iperf3(kv.HOST_VIRTIO, kv.PORT_VIRTIO, 40, flows=16)
+    load = kv.iperf3(kv.HOST_VIRTIO, kv.PORT_VIRTIO, 120, flows=16)
     try:
         time.sleep(3)
         rx = [irq for (kind, _), irq in queues.items() if kind == "rx"]
@@ -148,39 +176,38 @@ def test_3_set_irq_moves_a_busy_rx_queue_and_undo_moves_it_back(nics, tuner, rec
             assert (before.irqs[irq].per_s or 0) > 5, f"IRQ {irq} is not busy: {before.irqs[irq]}"
             apply(tuner, f"nettop set irq {irq} {b}")
             assert kv.affinity(irq)[0] == (b,)
-            first = r.read()  # the first sample after the change
-            # x86 moves an MSI vector when it next fires: the effective CPU follows then, and
-            # the interval up to the second sample may hold that one last IRQ on CPU a
+            # the first sample after the change: requested is b at once; effective is what the
+            # kernel says, a until the IRQ next fires (read on both sides of nettop's sample)
+            k0 = kv.affinity(irq)[1]
+            first = r.read()
+            k1 = kv.affinity(irq)[1]
             assert first.irq_affinity[irq].affinity == (b,)
-            assert first.irq_affinity[irq].effective == kv.affinity(irq)[1]
-            time.sleep(2)
-            second = r.read()
-            i0, t0 = kv.interrupts(), time.monotonic()
-            time.sleep(3)
-            third = r.read()
-            i1, t1 = kv.interrupts(), time.monotonic()
-            settling = compute_rates(first, second)
+            assert first.irq_affinity[irq].effective in (k0, k1)
+            wait_moved(irq, b)
+            settling, _, _, _, _ = irq_window(r, irq, least=2, most=2)
             stray = sum(v for c, v in settling.irqs[irq].per_cpu_per_s.items() if c != b) * settling.elapsed_s
-            assert stray <= 1.5, settling.irqs[irq]
-            moved = compute_rates(second, third)
-            assert second.irq_affinity[irq].effective == kv.affinity(irq)[1] == (b,)
+            assert stray <= 1.5, settling.irqs[irq]  # one interrupt already pending on the old vector
+            moved, last, i0, i1, secs = irq_window(r, irq)
+            assert last.irq_affinity[irq].effective == kv.affinity(irq)[1] == (b,)
             per_cpu = moved.irqs[irq].per_cpu_per_s
             assert per_cpu[b] > 0 and all(v == 0 for c, v in per_cpu.items() if c != b), per_cpu
             assert [c for c, n in enumerate(delta(i0, i1, irq)) if n] == [b]
             rx_b_before, rx_b_after = before.cpus[b].net_rx_per_s or 0, moved.cpus[b].net_rx_per_s or 0
             assert rx_b_after > rx_b_before, (rx_b_before, rx_b_after)
             effect(f"set irq {irq} {a}->{b}", f"IRQ {irq} irq/s on CPU {b}", f"{before.irqs[irq].per_cpu_per_s[b]:.0f}",
-                   f"{per_cpu[b]:.0f}", f"{delta(i0, i1, irq)[b] / (t1 - t0):.0f} (/proc/interrupts)")
+                   f"{per_cpu[b]:.0f}", f"{delta(i0, i1, irq)[b] / secs:.0f} (/proc/interrupts)")
             effect(f"set irq {irq} {a}->{b}", f"NET_RX/s on CPU {b}", f"{rx_b_before:.0f}", f"{rx_b_after:.0f}", "")
             tuner.undo()
             assert kv.affinity(irq)[0] == (a,)
-            r.read()
-            time.sleep(2)
-            first = r.read()
-            time.sleep(3)
-            back = compute_rates(first, r.read())
+            wait_moved(irq, a)
+            settling, _, _, _, _ = irq_window(r, irq, least=2, most=2)
+            stray = sum(v for c, v in settling.irqs[irq].per_cpu_per_s.items() if c != a) * settling.elapsed_s
+            assert stray <= 1.5, settling.irqs[irq]
+            back, last, i0, i1, _ = irq_window(r, irq)
             per_cpu = back.irqs[irq].per_cpu_per_s
             assert per_cpu[a] > 0 and all(v == 0 for c, v in per_cpu.items() if c != a), per_cpu
+            assert [c for c, n in enumerate(delta(i0, i1, irq)) if n] == [a]
+            assert last.irq_affinity[irq].effective == kv.affinity(irq)[1] == (a,)
             assert kv.affinity(irq) == ((a,), (a,))
             effect(f"undo irq {irq}", f"IRQ {irq} irq/s on CPU {a}", f"{moved.irqs[irq].per_cpu_per_s[a]:.0f}",
                    f"{per_cpu[a]:.0f}", f"affinity {kv.affinity(irq)[1]} (/proc/irq)")
