@@ -106,6 +106,22 @@ def test_veth_gro_toggles_and_a_fixed_offload_is_refused(veth_lab, eth):
     assert eth.get_features(ifn) == before
 
 
+def test_features_read_each_time_see_a_change_made_by_another_tool(veth_lab, eth):
+    # get_features reuses its decoding while the kernel's reply is unchanged: a change made
+    # outside nettop (here the ethtool CLI) must still show on the very next read
+    ifn = veth_lab.host_if
+    was = eth.get_features(ifn)
+    mine = eth.get_features(ifn)
+    mine["gro"] = not mine["gro"]  # a caller's copy: changing it changes nothing kept
+    assert eth.get_features(ifn) == was
+    try:
+        run(["ethtool", "-K", ifn, "gro", "off" if was["gro"] else "on"])
+        assert eth.get_features(ifn) == {**was, "gro": not was["gro"]}
+    finally:
+        run(["ethtool", "-K", ifn, "gro", "on" if was["gro"] else "off"])
+    assert eth.get_features(ifn) == was
+
+
 def test_veth_has_no_coalescing_or_rings_and_says_so(veth_lab, eth):
     ifn = veth_lab.host_if
     for call in (lambda: eth.get_coalesce(ifn), lambda: eth.set_coalesce(ifn, {"rx-usecs": 50}),
