@@ -14,7 +14,7 @@ from nettop.tui.app import NO_LATENCY, NettopApp, next_interval
 from nettop.tui.charts import CpuHeatmap, LatencyChart
 from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.scripted import ROOT_PROBLEMS, ScriptedSource, synthetic
-from nettop.tui.tables import CpuTable, LatencyTable, QueueTable
+from nettop.tui.tables import PAD, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
 
 SIZE = (120, 40)
 
@@ -174,6 +174,38 @@ async def test_a_long_target_name_is_cut_so_the_latency_figures_stay_in_the_pane
     assert rows[0].rstrip().endswith("replies")
     line = next(r for r in rows if r.lstrip().startswith("tcp://"))
     assert "…" in line and line.rstrip().endswith(f"{stats.received}/{stats.sent}")
+    await ctx.__aexit__(None, None, None)
+
+
+def test_a_table_shows_whole_columns_only_and_the_last_ones_blank_may_fall_outside():
+    q = QdiscTable()
+    total = q.shown_width(10_000)
+    assert total == sum(w + 2 * PAD for _, _, w in QdiscTable.COLUMNS)
+    assert q.shown_width(total - PAD) == total  # only the trailing blank is outside
+    ends = [q._x[k] + w + 2 * PAD for k, _, w in QdiscTable.COLUMNS]
+    for room in range(ends[0] - PAD, total - PAD):
+        shown = q.shown_width(room)
+        assert shown in ends and shown - PAD <= room < ends[ends.index(shown) + 1] - PAD
+    assert q.shown_width(5) == 5  # not even the first column: it is cut ("…")
+
+
+async def test_columns_that_do_not_fit_a_half_width_panel_are_left_out_and_marked():
+    """120x40: the qdisc panel has no room for requeues; it is left out, not cut, the
+    header says so with "›", no row is lost to a sideways scrollbar, and z shows it."""
+    src = ScriptedSource()
+    app = NettopApp(src)
+    ctx, pilot = await started(app, src, 8, size=(120, 40), veths=3, idle=("ifb0", "dummy-down"))
+    qdisc, ifaces = app.query_one(QdiscTable), app.query_one(IfaceTable)
+    head = qdisc.render_line(0).text
+    assert head.rstrip().endswith("drop/s›") and "requeues" not in head
+    assert all("requeues" not in qdisc.render_line(y).text for y in range(qdisc.size.height))
+    assert not qdisc.show_horizontal_scrollbar and not ifaces.show_horizontal_scrollbar
+    assert ifaces.render_line(0).text.rstrip().endswith("drop/s")  # fits: no mark
+    shown = [ifaces.render_line(y).text.split()[0] for y in range(1, ifaces.size.height)]
+    assert "dummy-down" in shown  # the row a horizontal scrollbar used to cover
+    await pilot.press("5", "z")
+    await pilot.pause()
+    assert qdisc.render_line(0).text.rstrip().endswith("requeues")
     await ctx.__aexit__(None, None, None)
 
 

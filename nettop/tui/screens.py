@@ -22,6 +22,7 @@ BUILTIN_KEYS = (
 LEGEND = (
     "cpu req>eff: requested affinity > effective affinity (shown when they differ)",
     "irq 40*: kernel-managed IRQ, its affinity cannot be moved",
+    "› at the end of a table's header: more columns than the panel holds (z zooms it)",
     "trend: IRQs/s (or packets/s for queues without IRQs) over the last ticks",
     "vertical lines on charts: events (tuning changes, interfaces or IRQs appearing)",
     "summary ●: the interface the default route leaves by (else eth0), always first",

@@ -45,7 +45,7 @@ class LiveTable(ScrollView, can_focus=True):
         self._keys: list[str] = []
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._strips: dict[str, Strip] = {}  # each row's full-width strip
-        self._final: dict[str, tuple[tuple[int, int, bool], Strip]] = {}  # as last drawn on screen
+        self._final: dict[str, tuple[tuple[int, int, int, bool], Strip]] = {}  # as last drawn on screen
         self._header: Strip | None = None
         self._styles: dict[str, Style] = {}
         self._widths = {k: w for k, _, w in self.COLUMNS}
@@ -122,25 +122,47 @@ class LiveTable(ScrollView, can_focus=True):
             self._header = Strip(segs, self._x[""])
         return self._header
 
+    def shown_width(self, width: int) -> int:
+        """How much of each row a `width`-cell panel draws: whole columns only. A column
+        that does not fit is left out rather than cut (a cut number reads as a smaller
+        one), and the header says "›" in the blank after its last column (z zooms the
+        panel to the full width). The last column's trailing blank may fall outside."""
+        total = self._x[""]
+        if total - PAD <= width:
+            return total
+        fit = 0
+        for key in self._columns:
+            end = self._x[key] + self._widths[key] + 2 * PAD
+            if end - PAD > width:
+                break
+            fit = end
+        return fit or width  # not even the first column: cut it (its label ends in "…")
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base = self._style("__base__")
         sx, sy = self.scroll_offset
+        room = self.scrollable_content_region.width or width  # without the vertical scrollbar
+        shown = self.shown_width(room)
         if y == 0:
-            return self._header_strip().crop_extend(sx, sx + width, base).apply_style(base)
+            header = self._header_strip().crop_extend(sx, sx + shown, base)
+            if shown < self._x[""] and min(shown, room) > 1:
+                mark = Strip([Segment("›", self._style("livetable--header"))], 1)
+                header = Strip.join([header.crop_extend(0, min(shown, room) - 1, base), mark])
+            return header.crop_extend(0, width, base).apply_style(base)
         i = y - 1 + sy
         if i >= len(self._keys):
             return Strip.blank(width, base)
         key = self._keys[i]
         cursor = i == self.cursor and self.has_focus
         cached = self._final.get(key)
-        if cached is not None and cached[0] == (sx, width, cursor):
+        if cached is not None and cached[0] == (sx, width, room, cursor):
             return cached[1]
         strip = self._row_strip(key)
         if cursor:
             strip = strip.apply_style(self._style("livetable--cursor"))
-        strip = strip.crop_extend(sx, sx + width, base).apply_style(base)
-        self._final[key] = ((sx, width, cursor), strip)
+        strip = strip.crop_extend(sx, sx + shown, base).crop_extend(0, width, base).apply_style(base)
+        self._final[key] = ((sx, width, room, cursor), strip)
         return strip
 
     def row_keys(self) -> list[str]:
