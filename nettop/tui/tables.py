@@ -143,8 +143,8 @@ class LiveTable(ScrollView, can_focus=True):
         base = self._style("__base__")
         sx, sy = self.scroll_offset
         room = self.scrollable_content_region.width or width  # without the vertical scrollbar
-        shown = self.shown_width(room)
         if y == 0:
+            shown = self.shown_width(room)
             header = self._header_strip().crop_extend(sx, sx + shown, base)
             if shown < self._x[""] and min(shown, room) > 1:
                 mark = Strip([Segment("›", self._style("livetable--header"))], 1)
@@ -161,6 +161,7 @@ class LiveTable(ScrollView, can_focus=True):
         strip = self._row_strip(key)
         if cursor:
             strip = strip.apply_style(self._style("livetable--cursor"))
+        shown = self.shown_width(room)  # only on a miss: a quiet tick redraws from the cache
         strip = strip.crop_extend(sx, sx + shown, base).crop_extend(0, width, base).apply_style(base)
         self._final[key] = ((sx, width, room, cursor), strip)
         return strip
