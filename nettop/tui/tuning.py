@@ -337,15 +337,22 @@ class TuningMixin:
     replaying: bool
     _journal_said: tuple[str, ...] = ()  # the skipped journal lines already warned about
 
-    def _journal_warning(self, tuner: Tuner) -> list[str]:
-        """The journal's unreadable lines (torn by a crash, edited by hand), as the CLI's one
-        warning line: said once per set of such lines, not on every key, since the live
-        view runs many commands over one journal; the journal screen always shows it."""
+    def _journal_skipped(self, tuner: Tuner) -> str | None:
+        """The journal's unreadable lines (torn by a crash, edited by hand) as the CLI's one
+        warning line, None when every line reads; from now on they count as said."""
         problems = tuple(tuner.journal.problems)
-        if not problems or problems == self._journal_said:
-            return []
+        if not problems:
+            return None
         self._journal_said = problems
-        return [problem_line(tuner.journal.path, list(problems))]
+        return problem_line(tuner.journal.path, list(problems))
+
+    def _journal_warning(self, tuner: Tuner) -> list[str]:
+        """That line once per set of such lines, not on every key, since the live view runs
+        many commands over one journal; the journal screen always shows it."""
+        if tuple(tuner.journal.problems) == self._journal_said:
+            return []
+        line = self._journal_skipped(tuner)
+        return [line] if line else []
 
     def tuning_disabled(self) -> str | None:
         if self.replaying:
@@ -541,9 +548,7 @@ class TuningMixin:
                 drift = [d.line() for d in tuner.drift()]  # reads the journal: its problems are fresh
             except ActionError as exc:
                 drift = [str(exc)]
-            if tuner.journal.problems:
-                skipped = problem_line(tuner.journal.path, tuner.journal.problems)
-                self._journal_said = tuple(tuner.journal.problems)
+            skipped = self._journal_skipped(tuner)
         screen = JournalScreen(events, self._show_before_after,
                                self._revert_unless_refused, drift, skipped)
         self.call_from_thread(self.push_screen, screen)  # type: ignore[attr-defined]
