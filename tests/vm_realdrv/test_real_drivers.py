@@ -184,7 +184,7 @@ def test_3_set_irq_moves_a_busy_rx_queue_and_undo_moves_it_back(nics, tuner, rec
             assert first.irq_affinity[irq].affinity == (b,)
             assert first.irq_affinity[irq].effective in (k0, k1)
             wait_moved(irq, b)
-            settling, _, _, _, _ = irq_window(r, irq, least=2, most=2)
+            _, _, settling = window(r, 2)
             stray = sum(v for c, v in settling.irqs[irq].per_cpu_per_s.items() if c != b) * settling.elapsed_s
             assert stray <= 1.5, settling.irqs[irq]  # one interrupt already pending on the old vector
             moved, last, i0, i1, secs = irq_window(r, irq)
@@ -200,7 +200,7 @@ def test_3_set_irq_moves_a_busy_rx_queue_and_undo_moves_it_back(nics, tuner, rec
             tuner.undo()
             assert kv.affinity(irq)[0] == (a,)
             wait_moved(irq, a)
-            settling, _, _, _, _ = irq_window(r, irq, least=2, most=2)
+            _, _, settling = window(r, 2)
             stray = sum(v for c, v in settling.irqs[irq].per_cpu_per_s.items() if c != a) * settling.elapsed_s
             assert stray <= 1.5, settling.irqs[irq]
             back, last, i0, i1, _ = irq_window(r, irq)
