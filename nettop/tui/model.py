@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot
-from nettop.output.snapshot_json import _qdisc, _queues
+from nettop.output.device_doc import qdisc_doc, queue_docs
 from nettop.model.timeline import Event, Point
 
 # Interfaces that are shown unless the operator picks otherwise: everything but loopback.
@@ -106,7 +106,7 @@ def queue_rows(point: Point, ifnames: Sequence[str]) -> list[QueueRow]:
         if name not in snap.links:
             continue
         qmap = snap.queue_maps.get(name)
-        for q in _queues(name, snap, rates, snap.devices.get(name), qmap.queues if qmap else ()):
+        for q in queue_docs(name, snap, rates, snap.devices.get(name), qmap.queues if qmap else ()):
             irqs = tuple(q["irqs"])
             rows.append(QueueRow(
                 key=f"{name}/{q['kind']}/{q['index']}",
@@ -140,7 +140,7 @@ def qdisc_rows(point: Point, ifnames: Sequence[str]) -> list[QdiscRow]:
     snap, rates = point.snapshot, point.rates
     rows: list[QdiscRow] = []
     for name in ifnames:
-        doc = _qdisc(snap.qdiscs.get(name, ()), rates.qdiscs.get(name, ()) if rates else ())
+        doc = qdisc_doc(snap.qdiscs.get(name, ()), rates.qdiscs.get(name, ()) if rates else ())
         if doc is None:
             continue
         tops = [doc, *doc["children"]] + ([doc["ingress"]] if "ingress" in doc else [])
