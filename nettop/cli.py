@@ -1,4 +1,11 @@
-"""Command line: `nettop` (live view) and `nettop snapshot`.
+"""Command line: the parser and the seventeen commands.
+
+`nettop` alone opens the live view; `snapshot` prints two samples' rates; `record`,
+`replay`, `export` and `report` make and read recordings; `set`, `undo`, `redo`,
+`journal`, `restore` and `revert` change the host through the journal (actions/cli_set.py);
+`doctor`, `experiment`, `persist`, `apply` and `serve` come from their packages' cli.py.
+Screen code is imported only by the two commands that open a screen (the live view and
+`replay`).
 
 Every user error ends as one line on stderr naming the thing and the fix, with exit
 status 2; nothing here prints a traceback for bad input.

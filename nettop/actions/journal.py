@@ -47,7 +47,7 @@ class Entry:
 
     id: int
     group: int
-    action: str  # "set", "undo", "redo", "rollback", "restore"
+    action: str  # one of ACTIONS: "set", "undo", "redo", "rollback", "revert", "restore", "exit"
     ref: int | None  # the group an undo/redo acts on
     t: float
     setting: dict[str, Any]

@@ -172,7 +172,8 @@ def read_online_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
     except ValueError as exc:
         problems.append(Problem(ONLINE, f"cannot parse {ONLINE} ({exc}); taking online CPUs "
                                         "from /proc/stat"))
-    from nettop.collectors.cpustat import parse_stat  # cpustat does not import this module
+    # imported here, not at the top: cpustat imports MAX_CPUS from this module
+    from nettop.collectors.cpustat import parse_stat
 
     try:
         text = root.read_text(STAT)

@@ -13,9 +13,11 @@ the chart history run on a worker thread so the screen never freezes. A live sou
 adds the record key: the source's own thread writes each sample, the app only starts,
 stops and shows "● REC".
 
-This module holds the layout, the arrival of points and the view keys; the drawing is
-`drawing.DrawingMixin`, the replay and record keys `replay_keys` and `record_keys`,
-tuning `tuning`, and the messages and small widgets their own modules.
+This module holds the layout, the arrival of points and the view keys; six mixins hold
+the rest: the drawing `drawing.DrawingMixin`, the replay and record keys
+`replay_keys.ReplayKeysMixin` and `record_keys.RecordKeysMixin`, the tuning keys
+`tuning.TuningMixin`, the findings panel `doctor_panel.DoctorMixin` and the experiment
+keys `experiment_keys.ExperimentMixin`; the messages and small widgets have their own modules.
 """
 
 from __future__ import annotations
@@ -66,8 +68,10 @@ def next_interval(current: float, direction: int) -> float:
 
 
 class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
-    """The app: layout, data arrival, the view keys; drawing, replay and record keys are
-    mixins in their own modules (drawing.py, replay_keys.py, record_keys.py)."""
+    """The app: layout, data arrival, the view keys. The drawing, the replay and record
+    keys, the tuning keys, the doctor's panel and the experiment keys are mixins in their
+    own modules (drawing.py, which replay_keys.py and record_keys.py build on, tuning.py,
+    doctor_panel.py, experiment_keys.py)."""
 
     CSS_PATH = str(Path(__file__).with_name("nettop.tcss"))  # absolute: subclasses live elsewhere
     TITLE = "nettop"
@@ -433,5 +437,3 @@ def run(source: Source, revert_on_exit: bool = False) -> int:
         print(f"nettop: recorded {status.samples} samples to {status.path}")
     return 0
 
-
-__all__ = ["Moved", "NettopApp", "NewPoint", "Panel", "next_interval", "run"]
