@@ -172,3 +172,36 @@ def test_the_private_import_check_sees_one(tmp_path):
                  "from nettop.tui.tables import _lvl\nimport nettop.record._hidden\n")
     assert private_imports(f, root=tmp_path) == ["nettop/tui/x.py:1 imports _iso from nettop.output.snapshot_json",
                     "nettop/tui/x.py:3 imports _hidden from nettop.record._hidden"]
+
+
+def kernel_path_literals(path: Path, root: Path = ROOT) -> list[str]:
+    """Strings in `path` that spell out a kernel path ("/sys/...", f"/proc/irq/{n}/...")
+    instead of joining it to a SysRoot; text that only mentions one ("see /proc/interrupts")
+    does not start with it and is left alone."""
+    found = []
+    tree = ast.parse(path.read_text(), str(path))
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if id(node) in parts:
+            continue  # seen as the head of its f-string
+        head = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
+        if isinstance(head, ast.Constant) and isinstance(head.value, str) \
+                and head.value.startswith(("/sys", "/proc")) and hasattr(node, "lineno"):
+            found.append(f"{path.relative_to(root)}:{node.lineno} {head.value!r}")
+    return found
+
+
+def test_actions_build_every_kernel_path_from_a_sysroot(tmp_path):
+    bad = [hit for p in sorted((PKG / "actions").glob("*.py")) for hit in kernel_path_literals(p)]
+    assert not bad
+    probe = tmp_path / "probe.py"  # the check can fail
+    probe.write_text('p = f"/sys/class/net/{name}/mtu"\nq = "/proc/irq"\nmsg = "see /proc/interrupts"\n')
+    assert kernel_path_literals(probe, root=tmp_path) == ["probe.py:1 '/sys/class/net/'", "probe.py:2 '/proc/irq'"]
+
+
+def test_the_live_root_is_defined_once():
+    """`LIVE` is kernel/sysroot.py's; a second `LIVE = SysRoot("/")` elsewhere drifts from it."""
+    defined = [str(p.relative_to(ROOT)) for p in sorted(PKG.rglob("*.py"))
+               for node in ast.walk(ast.parse(p.read_text(), str(p)))
+               if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "LIVE" for t in node.targets)]
+    assert defined == ["nettop/kernel/sysroot.py"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nettop.actions.typed import clip, ifname_problem, whole
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 Value = Any  # a JSON value: str, int, bool, None, or a dict/list of those
 
@@ -52,6 +53,9 @@ class Setting(ABC):
 
     __slots__ = ()
     kind: ClassVar[str]
+    # Where the setting's kernel files are: every path is built from this root, never
+    # spelled out as "/sys/..." or "/proc/...". A change is made on the running kernel.
+    root: ClassVar[SysRoot] = LIVE
     value_types: ClassVar[tuple[type, ...]] = (object,)  # JSON types `read` returns (the journal checks them)
 
     @property
@@ -234,15 +238,15 @@ def read_file(path: str) -> str:
         os.close(fd)
 
 
-def iface_exists(ifname: str) -> bool:
-    return ifname_problem(ifname) is None and os.path.isdir(f"/sys/class/net/{ifname}")
+def iface_exists(ifname: str, root: SysRoot = LIVE) -> bool:
+    return ifname_problem(ifname) is None and os.path.isdir(root.join(f"sys/class/net/{ifname}"))
 
 
-def need_iface(ifname: str) -> None:
+def need_iface(ifname: str, root: SysRoot = LIVE) -> None:
     """ActionError unless `ifname` is a valid interface name that exists: checked before
     the name becomes part of any /sys path."""
     valid_ifname(ifname)
-    if not iface_exists(ifname):
+    if not iface_exists(ifname, root):
         raise ActionError(f"no interface named {ifname!r} (see `ip link` for the names)", errno.ENODEV)
 
 

@@ -32,7 +32,7 @@ class BqlLimit(Setting):
         return f"bql {self.which} {self.ifname} tx-{self.queue}"
 
     def _path(self, name: str) -> str:
-        return f"/sys/class/net/{self.ifname}/queues/tx-{self.queue}/byte_queue_limits/{name}"
+        return self.root.join(f"sys/class/net/{self.ifname}/queues/tx-{self.queue}/byte_queue_limits/{name}")
 
     def read(self) -> Value:
         return int(read_file(self._path(self.which)))

@@ -22,9 +22,8 @@ from nettop.actions.base import (ActionError, Change, Setting, Value, need_iface
 from nettop.actions.typed import CPU_ID_LIMIT, MAX_TEXT, CpuSetError, clip, format_span, parse_cpu_spec, possible_ncpus
 from nettop.collectors.cpus import ONLINE, POSSIBLE, format_cpu_list, parse_cpu_mask, read_online_cpus
 from nettop.collectors.irq_affinity import probe_managed
-from nettop.kernel.sysroot import SysRoot
+from nettop.kernel.sysroot import LIVE, SysRoot
 
-LIVE = SysRoot("/")
 IRQ_MAX = 2**31 - 1  # IRQ numbers are unsigned ints in the kernel; /proc/irq has far fewer
 
 
@@ -41,23 +40,23 @@ def parse_cpus(text: str, ncpus: int | None = None) -> tuple[int, ...]:
     return parse_cpu_spec(text).expand(CPU_ID_LIMIT if ncpus is None else ncpus)
 
 
-def _read_cpus(path: str) -> str:
-    with open(path, "rb") as f:
+def _read_cpus(root: SysRoot, rel: str) -> str:
+    with open(root.join(rel), "rb") as f:
         return f.read(MAX_TEXT).decode("ascii", "replace")
 
 
-def online_cpus() -> tuple[int, ...]:
+def online_cpus(root: SysRoot = LIVE) -> tuple[int, ...]:
     try:
-        return parse_cpus(_read_cpus("/" + ONLINE), nr_cpu_ids())
+        return parse_cpus(_read_cpus(root, ONLINE), nr_cpu_ids(root))
     except (OSError, ValueError):
-        cpus, _ = read_online_cpus(LIVE)
+        cpus, _ = read_online_cpus(root)
         return cpus
 
 
-def nr_cpu_ids() -> int:
+def nr_cpu_ids(root: SysRoot = LIVE) -> int:
     """The kernel's CPU id space (possible CPUs' highest + 1): what sizes every mask."""
     try:
-        return possible_ncpus(_read_cpus("/" + POSSIBLE))
+        return possible_ncpus(_read_cpus(root, POSSIBLE))
     except (OSError, ValueError):
         return os.cpu_count() or 1
 
@@ -100,7 +99,7 @@ class IrqAffinity(Setting):
             raise ActionError(f"{clip(self.irq)} is not an IRQ number (see /proc/interrupts)", errno.EINVAL)
 
     def _path(self, name: str) -> str:
-        return f"/proc/irq/{self.irq}/{name}"
+        return self.root.join(f"proc/irq/{self.irq}/{name}")
 
     def read(self) -> Value:
         return read_file(self._path("smp_affinity_list"))
@@ -110,7 +109,7 @@ class IrqAffinity(Setting):
         if not os.path.isdir(self._path("")):
             raise ActionError(f"IRQ {self.irq} does not exist (see /proc/interrupts)", errno.ENOENT)
         cpus = format_cpu_list(check_cpus(f"IRQ {self.irq} affinity", value))
-        if probe_managed(LIVE, self.irq):  # refused before anything in its group is written
+        if probe_managed(self.root, self.irq):  # refused before anything in its group is written
             raise ActionError(self.explain(OSError(errno.EPERM, "managed")), errno.EPERM)
         return cpus
 
@@ -149,10 +148,10 @@ class IrqAffinity(Setting):
         return super(IrqAffinity, self).explain(exc)
 
 
-def read_hint(irq: int) -> tuple[int, ...] | None:
+def read_hint(irq: int, root: SysRoot = LIVE) -> tuple[int, ...] | None:
     """The driver's suggested CPUs for an IRQ, None when it gives none (all-zero mask)."""
     try:
-        cpus = parse_cpu_mask(read_file(f"/proc/irq/{irq}/affinity_hint"))
+        cpus = parse_cpu_mask(read_file(root.join(f"proc/irq/{irq}/affinity_hint")))
     except (OSError, ValueError):
         return None
     return cpus or None

@@ -41,7 +41,7 @@ class _LinkFile(Setting):
 
     @property
     def path(self) -> str:
-        return f"/sys/class/net/{self.ifname}/{self.fname}"
+        return self.root.join(f"sys/class/net/{self.ifname}/{self.fname}")
 
     def validate(self) -> None:
         valid_ifname(self.ifname)

@@ -33,6 +33,7 @@ from typing import Any
 
 from nettop.actions.base import ActionError, Setting, Value, need_iface, register, valid_ifname
 from nettop.actions.typed import bare, clip, whole
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 TC_H_ROOT = 0xFFFFFFFF
 KINDS = ("pfifo_fast", "pfifo", "bfifo", "tbf", "htb", "fq_codel", "fq", "cake", "mq", "noqueue")
@@ -435,5 +436,5 @@ def _tc_args(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return dict(params)
 
 
-def _tx_queues(ifname: str) -> list[str]:
-    return [n for n in os.listdir(f"/sys/class/net/{ifname}/queues") if n.startswith("tx-")]
+def _tx_queues(ifname: str, root: SysRoot = LIVE) -> list[str]:
+    return [n for n in root.listdir(f"sys/class/net/{ifname}/queues") if n.startswith("tx-")]

@@ -18,6 +18,7 @@ from nettop.actions.base import (ActionError, Change, Setting, Value, need_iface
 from nettop.actions.irq import check_cpus, nr_cpu_ids
 from nettop.actions.typed import MAX_TEXT, clip, parse_cpu_spec
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
+from nettop.kernel.sysroot import LIVE, SysRoot
 
 FLOW_MAX = 1 << 29  # the kernel refuses larger RFS tables (RPS_MAP / flow table limits)
 
@@ -40,7 +41,7 @@ class _QueueFile(Setting):
 
     @property
     def path(self) -> str:
-        return f"/sys/class/net/{self.ifname}/queues/{self.direction}-{self.queue}/{self.fname}"
+        return self.root.join(f"sys/class/net/{self.ifname}/queues/{self.direction}-{self.queue}/{self.fname}")
 
     def validate(self) -> None:
         valid_ifname(self.ifname)
@@ -52,7 +53,7 @@ class _QueueFile(Setting):
         if not os.path.exists(self.path):
             qdir = os.path.dirname(self.path)
             if not os.path.isdir(qdir):
-                n = len([d for d in os.listdir(f"/sys/class/net/{self.ifname}/queues")
+                n = len([d for d in self.root.listdir(f"sys/class/net/{self.ifname}/queues")
                          if d.startswith(self.direction + "-")])
                 raise ActionError(f"{self.ifname} has no queue {self.direction}-{self.queue} "
                                   f"(it has {self.direction}-0 to {self.direction}-{n - 1})", errno.ENOENT)
@@ -166,9 +167,9 @@ def rps_all(ifname: str, cpus: str) -> list[Change]:
     return [Change(RpsCpus(ifname, q), cpus) for q in rx_queues(ifname)]
 
 
-def rx_queues(ifname: str) -> list[int]:
-    need_iface(ifname)
-    names = os.listdir(f"/sys/class/net/{ifname}/queues")
+def rx_queues(ifname: str, root: SysRoot = LIVE) -> list[int]:
+    need_iface(ifname, root)
+    names = root.listdir(f"sys/class/net/{ifname}/queues")
     return sorted(int(n[3:]) for n in names if n.startswith("rx-"))
 
 

@@ -53,7 +53,7 @@ class Sysctl(Setting):
 
     @property
     def path(self) -> str:
-        return "/" + sysctl_path(self.name)
+        return self.root.join(sysctl_path(self.name))
 
     def read(self) -> Value:
         return normalize(read_file(self.path))
