@@ -28,7 +28,7 @@ from nettop.tui.widgets import EmptyState, Panel, TextLine
 if TYPE_CHECKING:
     from textual.app import App
 
-    from nettop.tui.source import Source
+    from nettop.pipeline import Source
 
     _AppBase = App[None]
 else:
