@@ -238,7 +238,7 @@ def cmd_replay(path: str, speed: float = 1.0) -> int:
         print(f"nettop: {path} holds no intact sample", file=sys.stderr)
         return 1
     from nettop.tui.app import run
-    return run(source)  # type: ignore[arg-type]
+    return run(source)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -67,30 +67,28 @@ def render(doc: dict[str, Any], width: int = 100) -> str:
 
 
 def watch(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
-    """Redraw the text report every interval until Ctrl-C (the sampler owns the clock)."""
-    from nettop.collectors.host import HostReader
-    from nettop.model.sampler import Sampler
+    """Redraw the text report every interval until Ctrl-C (the pipeline's sampler owns
+    the clock; no doctor, no tap: this screen shows neither)."""
+    from nettop.model.timeline import Point
     from nettop.output.snapshot_json import build_document
-    from nettop.model.timeline import Timeline
+    from nettop.pipeline import LivePipeline
 
-    timeline = Timeline(max_points=120)
+    pipeline = LivePipeline(root, ifaces, interval, max_points=120, doctor=False)
     latest: queue.Queue = queue.Queue(maxsize=1)
 
-    def on_sample(snap: Any) -> None:
-        point = timeline.append(snap)
+    def on_point(point: Point) -> None:
         if point.rates is None:
             return
-        prev = timeline.points()[-2].snapshot
-        doc = build_document(prev, snap, point.rates, interval)
+        prev = pipeline.timeline.points()[-2].snapshot
+        doc = build_document(prev, point.snapshot, point.rates, interval)
         try:
             latest.get_nowait()  # the newest sample wins; never queue up frames
         except queue.Empty:
             pass
         latest.put_nowait(doc)
 
-    reader = HostReader(root, ifaces)
-    sampler = Sampler(reader, interval, on_sample)
-    sampler.start()
+    pipeline.listeners.append(on_point)
+    pipeline.start()
     try:
         while True:
             doc = latest.get()
@@ -101,5 +99,4 @@ def watch(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        sampler.stop()
-        reader.close()
+        pipeline.stop()

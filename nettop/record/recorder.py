@@ -1,9 +1,9 @@
-"""The headless recorder: Sampler + HostReader + Writer, no screen, no Textual.
+"""The headless recorder: the live pipeline + Writer, no screen, no Textual.
 
-The sampler thread only queues snapshots; this loop (the main thread) appends them to
-a Timeline (for the same appeared/vanished events as live), writes each with its new
-events in one transaction, picks up new tuning journal entries, and prints one status
-line. SIGINT/SIGTERM end it after the current sample; a write that fails (disk full,
+The pipeline's sampler thread appends each snapshot to a Timeline (for the same
+appeared/vanished events as live), adds the tuning journal's new entries, lets the
+doctor judge it and queues it with the events that came with it; this loop (the main
+thread) writes each in one transaction and prints one status line. SIGINT/SIGTERM end it after the current sample; a write that fails (disk full,
 read-only file system) ends it with one line and leaves every committed sample.
 """
 
@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TextIO
 
-from nettop.record.store import RecordingError, Writer
 from nettop.model.snapshot import Snapshot
-from nettop.model.timeline import Event, Timeline
+from nettop.model.timeline import Event, Point
+from nettop.pipeline import EventCursor, LivePipeline
+from nettop.record.store import RecordingError, Writer
 
 UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -128,44 +129,40 @@ class Recorder:
         self.out = out if out is not None else sys.stdout
         self.on_snapshot = on_snapshot
         self.stop_event = threading.Event()
-        self._queue: queue.Queue[Snapshot | BaseException] = queue.Queue(maxsize=1000)
-        self.timeline = Timeline(max_points=2)
-        from nettop.doctor import DoctorConfig
-        from nettop.doctor.watch import Watch
-        self.doctor = Watch(DoctorConfig(latency_target_ms=latency_target_ms))
+        self._queue: queue.Queue[tuple[Snapshot, list[Event]]] = queue.Queue(maxsize=1000)
+        self.pipeline = LivePipeline(reader=reader, interval=interval, max_points=2,
+                                     latency_target_ms=latency_target_ms, extra_events=self.journal.poll)
+        self.pipeline.listeners.append(self._on_point)
+        self.timeline = self.pipeline.timeline
+        self._cursor = EventCursor()
 
     def request_stop(self, *_: Any) -> None:
         self.stop_event.set()
 
-    def _on_sample(self, snap: Snapshot) -> None:
+    def _on_point(self, point: Point) -> None:
+        """On the sampler thread, after the doctor: the sample and its new events
+        (appeared/vanished, journal entries, findings), for the writing loop."""
+        snap = point.snapshot
         try:
-            self._queue.put_nowait(snap)
+            self._queue.put_nowait((snap, self._cursor.new(snap, self.timeline)))
         except queue.Full:
             pass  # the writer is stalled: drop rather than grow without bound
 
     def run(self) -> Result:
-        from nettop.model.sampler import Sampler
-
         writer = Writer(self.path, self.meta)
-        sampler = Sampler(self.reader, self.interval, self._on_sample)
         started = time.monotonic()
         reason, ok = "stopped", True
         tty = self.out.isatty()
-        sampler.start()
+        self.pipeline.start()
         try:
             while not self.stop_event.is_set():
                 if self.duration is not None and time.monotonic() - started >= self.duration:
                     reason = "duration reached"
                     break
                 try:
-                    snap = self._queue.get(timeout=0.2)
+                    snap, events = self._queue.get(timeout=0.2)
                 except queue.Empty:
                     continue
-                assert isinstance(snap, Snapshot)
-                seen = len(self.timeline.events())
-                point = self.timeline.append(snap)
-                events = self.timeline.events()[seen:] + self.journal.poll()
-                events += self.doctor.observe(point, events=events)  # findings as events
                 writer.add_sample(snap, events)
                 if self.on_snapshot is not None:
                     self.on_snapshot(snap)
@@ -177,7 +174,7 @@ class Recorder:
         except RecordingError as exc:
             reason, ok = str(exc), False
         finally:
-            sampler.stop()
+            self.pipeline.stop()
             writer.close()
         if tty:
             self.out.write("\n")
@@ -265,3 +262,11 @@ class LiveRecording:
         with self._lock:
             self.writer.close()
             return self.writer.samples
+
+
+def open_live_recording(path: str, meta: dict[str, Any]) -> LiveRecording:
+    """How the live view's record key opens its file: new tuning journal entries ride
+    along (the opener of `nettop.pipeline.RecordingTap`)."""
+    from nettop.actions.journal import default_path
+
+    return LiveRecording(path, meta, journal=default_path())

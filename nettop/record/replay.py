@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from nettop.record.store import Reader
 from nettop.model.timeline import Event, Point, Timeline
+
+if TYPE_CHECKING:
+    from nettop.pipeline import Source
 
 MIN_SPEED, MAX_SPEED = 1.0, 60.0
 REGENERATED = ("appeared", "vanished")  # the Timeline makes these again on append
@@ -23,7 +26,15 @@ HISTORY = 180  # samples replayed into the Timeline before a seek target
 
 
 class ReplaySource:
-    """Plays `path`; `mode` is "replay" and tuning is off (`is_root` False)."""
+    """Plays `path`; `mode` is "replay" and tuning is off (`is_root` False).
+
+    No recording tap, eBPF switch, live doctor or prober: the recorded figures are shown
+    as they were, and findings are evaluated per point against `doctor_config`."""
+
+    tap = None
+    probe_switch = None
+    doctor = None
+    prober = None
 
     def __init__(self, path: str, speed: float = 1.0, max_points: int = 3600) -> None:
         self.reader = Reader(path)
@@ -103,6 +114,9 @@ class ReplaySource:
 
     def own_cpu_percent(self) -> float | None:
         return None
+
+    def route_ifindexes(self) -> tuple[int, ...]:
+        return ()  # the recording does not hold the routes: the summary's own order applies
 
     # --- playback ------------------------------------------------------------------------
 
@@ -206,6 +220,11 @@ class ReplaySource:
             with self._lock:
                 if self._pos == pos:
                     self.step(1)
+
+
+if TYPE_CHECKING:
+    def _is_a_source(s: ReplaySource) -> Source:
+        return s  # mypy checks that a replay is a complete Source for the live view
 
 
 def clamp_speed(speed: float) -> float:

@@ -1,8 +1,9 @@
 """The /metrics endpoint: a sampler, the doctor's watch and an HTTP server, headless.
 
-The sampler reads the host every interval on its own thread (as for `nettop record`);
-a worker appends each snapshot to a short timeline, lets the doctor observe it and adds
-the eBPF interval counts to running totals, then swaps in the new snapshot. A scrape
+The live pipeline (`nettop.pipeline`, as for the live view and `nettop record`) reads
+the host every interval on its sampler thread, appends each snapshot to a short
+timeline and lets the doctor observe it; its listener here adds the eBPF interval
+counts to running totals, then swaps in the new snapshot. A scrape
 renders the latest snapshot once (cached until the next one) plus the prober's live
 histograms, so any number of scrapers cost one render per sample.
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import queue
 import signal
 import socket
 import sys
@@ -24,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from nettop.model.snapshot import Snapshot
-from nettop.model.timeline import Timeline
+from nettop.model.timeline import Point
+from nettop.pipeline import LivePipeline
 from nettop.serve.exposition import CONTENT_TYPE, Family, render, series_count
 from nettop.serve.metrics import EbpfTotals, FindingGauge, Options, finding_families, ping_families, snapshot_families
 
@@ -72,63 +73,38 @@ class Exporter:
 
     def __init__(self, reader: Any, interval: float, opts: Options = Options(), prober: Any = None,
                  latency_target_ms: float | None = None) -> None:
-        from nettop.doctor import DoctorConfig
-        from nettop.doctor.watch import Watch
-
         self.reader = reader
         self.interval = interval
         self.opts = opts
-        self.prober = prober
-        self.watch = Watch(DoctorConfig(latency_target_ms=latency_target_ms))
-        self.timeline = Timeline(max_points=2)
+        self.prober = prober  # started and stopped by `serve`, read here for its histograms
+        self.pipeline = LivePipeline(reader=reader, interval=interval, max_points=2,
+                                     latency_target_ms=latency_target_ms)
+        self.pipeline.listeners.append(self._on_point)
+        self.timeline = self.pipeline.timeline
+        assert self.pipeline.doctor is not None
+        self.watch = self.pipeline.doctor
         self.ebpf = EbpfTotals()
-        self.errors = 0
-        self.last_error: str | None = None
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._cached: tuple[Snapshot, list[Family]] | None = None
-        self._queue: queue.Queue[Snapshot] = queue.Queue(maxsize=4)
-        self._stop = threading.Event()
-        self._sampler: Any = None
-        self._worker: threading.Thread | None = None
+
+    @property
+    def errors(self) -> int:
+        """Samples the pipeline could not take since it started."""
+        return self.pipeline.errors
 
     def start(self) -> None:
-        from nettop.model.sampler import Sampler
-
-        self._sampler = Sampler(self.reader, self.interval, self._on_sample, self._on_error)
-        self._worker = threading.Thread(target=self._work, name="nettop-serve", daemon=True)
-        self._worker.start()
-        self._sampler.start()
+        self.pipeline.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._sampler is not None:
-            self._sampler.stop()
-        if self._worker is not None:
-            self._worker.join(5)
-
-    def _on_sample(self, snap: Snapshot) -> None:
-        try:
-            self._queue.put_nowait(snap)
-        except queue.Full:
-            pass  # the worker is behind: drop a sample rather than queue without bound
-
-    def _on_error(self, exc: BaseException) -> None:
-        self.errors += 1
-        self.last_error = str(exc)
-
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            try:
-                snap = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            self.observe(snap)
+        self.pipeline.stop()
 
     def observe(self, snap: Snapshot) -> None:
-        """One new snapshot (the worker's; tests and benchmarks call it directly)."""
-        point = self.timeline.append(snap)
-        self.watch.observe(point)
+        """One new snapshot (the sampler's; tests and benchmarks call it directly)."""
+        self.pipeline.feed(snap)
+
+    def _on_point(self, point: Point) -> None:
+        snap = point.snapshot
         if snap.ebpf is not None:
             self.ebpf.add(snap.ebpf)
         with self._lock:

@@ -34,6 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from nettop.model.timeline import Event, Point
+from nettop.pipeline import RecordStatus, Source
 from nettop.tui.charts import CpuHeatmap, LatencyChart, ThroughputChart
 from nettop.tui.doctor_panel import DOCTOR_BINDINGS, DoctorMixin, doctor_panel
 from nettop.tui.drawing import NO_EBPF, NO_LATENCY
@@ -41,10 +42,8 @@ from nettop.tui.ebpf_panel import DropTable, HardirqTable, NapiTable, SoftirqTab
 from nettop.tui.messages import NewPoint, ProbesChanged
 from nettop.tui.playback import RECORD_ACTIONS, RECORD_BINDINGS, REPLAY_ACTIONS, REPLAY_BINDINGS
 from nettop.tui.record_keys import RecordKeysMixin
-from nettop.tui.recording import RecordStatus
 from nettop.tui.replay_keys import ReplayKeysMixin
 from nettop.tui.screens import HelpScreen, InterfacePicker
-from nettop.tui.source import Source
 from nettop.tui.summary import SummaryBox, SummaryView
 from nettop.tui.tables import BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
 from nettop.tui.experiment_keys import EXPERIMENT_ACTIONS, EXPERIMENT_BINDINGS, ExperimentMixin
@@ -171,7 +170,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
         self.query_one("#notice").display = False
         self.query_one("#experiment-bar").display = False
         self.query_one("#ebpf").display = False  # until probes run or a recording has their figures
-        switch = getattr(self.source, "probe_switch", None)
+        switch = self.source.probe_switch
         if switch is not None:
             switch.changed = lambda: self.post_message(ProbesChanged())
         self.query_one("#queues-table").focus()
@@ -249,7 +248,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
         if self.source.timeline is not self._drawn_timeline:
             self._drawn_timeline = self.source.timeline
             self._chart_key, self._latency_events = None, -1  # new history: replot
-        tap = getattr(self.source, "tap", None)
+        tap = self.source.tap
         if tap is not None and tap.error is not None and not tap.active:
             self._recording_failed(tap.error)
         own = self.source.own_cpu_percent()  # once per sample, so the % covers one interval
@@ -260,7 +259,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
 
     @on(ProbesChanged)
     def _on_probes_changed(self) -> None:
-        switch = getattr(self.source, "probe_switch", None)
+        switch = self.source.probe_switch
         if switch is not None and switch.state == "off" and switch.reason:
             self.notify(f"eBPF off: {switch.reason}", severity="warning", timeout=8)
         elif switch is not None and switch.state == "on":
@@ -270,7 +269,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
             self._draw_ebpf(self.latest)
 
     def action_probes(self) -> None:
-        switch = getattr(self.source, "probe_switch", None)
+        switch = self.source.probe_switch
         if switch is None:
             why = "replay shows the recorded eBPF figures; probes cannot be turned on or off in a replay" \
                 if self.replaying else "this view has no eBPF probes"
@@ -293,7 +292,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
         if action in REPLAY_ACTIONS:
             return self.replaying
         if action in RECORD_ACTIONS:
-            return not self.replaying and getattr(self.source, "tap", None) is not None
+            return not self.replaying and self.source.tap is not None
         return True
 
     def active_bindings_list(self) -> list[Binding]:

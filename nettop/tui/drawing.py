@@ -28,7 +28,7 @@ from nettop.tui.widgets import EmptyState, Panel, TextLine
 if TYPE_CHECKING:
     from textual.app import App
 
-    from nettop.tui.source import Source
+    from nettop.pipeline import Source
 
     _AppBase = App[None]
 else:
@@ -165,8 +165,7 @@ class DrawingMixin(_AppBase):
 
     def _draw_summary(self, point: Point, names: list[str]) -> None:
         points = self.source.timeline.points()[-max(model.IDLE_WINDOW, TREND_WIDTH + 2):]
-        routes = getattr(self.source, "route_ifindexes", None)
-        first = model.first_interfaces(point.snapshot, routes() if routes is not None else ())
+        first = model.first_interfaces(point.snapshot, self.source.route_ifindexes())
         order = model.summary_order(point.rates, names, first)
         # what the operator picked with `i` stays on screen even when idle
         idle = [] if self.picked is not None else model.idle_interfaces(points, order, keep=first)
@@ -177,7 +176,7 @@ class DrawingMixin(_AppBase):
             ifaces=model.iface_summaries(points, busy, first, TREND_WIDTH + 2),
             idle=[(n, links[n].operstate if n in links else "gone") for n in idle],
             cpus=model.cpu_rows(point), latency=model.latency_rows(point.snapshot), latency_trend=lat_trend,
-            qdiscs=model.qdisc_summaries(point, busy), probing=bool(getattr(self.source, "prober", None)),
+            qdiscs=model.qdisc_summaries(point, busy), probing=self.source.prober is not None,
             findings=[(f.severity.label, f"{f.subject}: {f.title}") for f in sorted(
                 getattr(self, "_doctor_shown", []), key=lambda f: -f.severity.value)],
         )
@@ -308,7 +307,7 @@ class DrawingMixin(_AppBase):
             chart.show(series, model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
 
     def _probe_text(self, point: Point | None) -> str | None:
-        switch = getattr(self.source, "probe_switch", None)
+        switch = self.source.probe_switch
         sample = point.snapshot.ebpf if point is not None else None
         if switch is not None:
             state: str | None = switch.state
@@ -318,7 +317,7 @@ class DrawingMixin(_AppBase):
 
     def _draw_ebpf(self, point: Point) -> None:
         sample = point.snapshot.ebpf
-        switch = getattr(self.source, "probe_switch", None)
+        switch = self.source.probe_switch
         panel = self.query_one("#ebpf", Panel)
         busy = switch is not None and switch.state != "off"
         if sample is None and not busy and not panel.display:

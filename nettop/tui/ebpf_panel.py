@@ -1,118 +1,21 @@
 """The eBPF panel: NAPI interrupt-vs-polling per queue, hardirq time per IRQ, NET_RX/NET_TX
-softirq latency per CPU and drops by reason — and the switch that turns the probes on.
+softirq latency per CPU and drops by reason.
 
 The figures are `nettop.ebpf.sample.to_json` of the snapshot's EbpfSample, the same
 numbers `nettop snapshot --json --ebpf` prints and a recording replays, so the panel
-never does maths of its own. Compiling the BPF programs takes seconds: `ProbeSwitch`
-does it on a thread of its own, neither the UI's nor the sampler's, and hands the
-running probes to the HostReader, which takes their counts on each tick.
+never does maths of its own. The switch that compiles and starts the probes off the
+UI thread is `nettop.ebpf.switch.ProbeSwitch`, held by the live pipeline.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable
+from typing import Any
 
 from nettop.tui import format as fmt
 from nettop.tui.tables import Cell, LiveTable, _lvl
 
 TOP_IRQS = 8  # hardirq rows: the busiest
 TOP_DROPS = 8
-
-
-class ProbeSwitch:
-    """Off → compiling → on → off, with the reason when they could not start.
-
-    `attach(probes | None)` hands the running probes to the sampler's reader (or takes
-    them away); `changed()` tells the UI to redraw its header. Both are called from the
-    switch's own thread."""
-
-    def __init__(self, attach: Callable[[Any], None], changed: Callable[[], None] | None = None,
-                 factory: Callable[[], Any] | None = None) -> None:
-        self._attach = attach
-        self.changed = changed
-        self._factory = factory
-        self._lock = threading.Lock()
-        self.state = "off"  # "off", "compiling", "on", "stopping"
-        self.reason: str | None = None  # why the last start failed: one line with the fix
-        self.probes: Any = None
-        self._thread: threading.Thread | None = None
-
-    def toggle(self) -> str:
-        """Start or stop the probes in the background; returns the new state."""
-        with self._lock:
-            if self.state in ("compiling", "stopping"):
-                return self.state
-            turning_on = self.state == "off"
-            self.state = "compiling" if turning_on else "stopping"
-            if turning_on:
-                self.reason = None
-            self._thread = threading.Thread(target=self._start if turning_on else self._stop,
-                                            name="nettop-ebpf", daemon=True)
-            self._thread.start()
-            return self.state
-
-    def wait(self, timeout: float | None = None) -> None:
-        """Until the start or stop under way has finished (tests, and quitting)."""
-        t = self._thread
-        if t is not None:
-            t.join(timeout)
-
-    def _make(self) -> Any:
-        """New probes (the factory's, else nettop's), once their preflight says they can run."""
-        if self._factory is not None:
-            probes = self._factory()
-        else:
-            from nettop.ebpf import EbpfProbes
-
-            probes = EbpfProbes()
-        ok, why = type(probes).available(probes.probes)
-        if not ok:
-            raise _Unavailable(why)
-        return probes
-
-    def _start(self) -> None:
-        probes = None
-        try:
-            probes = self._make()
-            if not probes.start():
-                reason = "; ".join(probes.errors) or "eBPF probes did not start"
-                probes.stop()
-                self._finish("off", None, reason)
-                return
-            self._attach(probes)
-            self._finish("on", probes, None)
-        except _Unavailable as exc:
-            self._finish("off", None, str(exc))
-        except Exception as exc:  # noqa: BLE001 - any failure is one line and nettop runs on
-            if probes is not None:
-                probes.stop()
-            self._finish("off", None, f"eBPF probes failed: {exc}".splitlines()[0])
-
-    def _stop(self) -> None:
-        probes = self.probes
-        self._attach(None)
-        if probes is not None:
-            probes.stop()
-        self._finish("off", None, None)
-
-    def _finish(self, state: str, probes: Any, reason: str | None) -> None:
-        with self._lock:
-            self.state, self.probes = state, probes
-            if reason is not None:
-                self.reason = reason
-        if self.changed is not None:
-            self.changed()
-
-    def stop(self) -> None:
-        """On quit: wait for a start under way, then detach and stop."""
-        self.wait(30)
-        if self.probes is not None:
-            self._stop()
-
-
-class _Unavailable(Exception):
-    """Preflight says no (no bcc, headers, privilege, tracepoint): its one line."""
 
 
 def header_text(state: str | None, sample: Any) -> str | None:
@@ -210,4 +113,4 @@ class DropTable(LiveTable):
         return out
 
 
-__all__ = ["DropTable", "HardirqTable", "NapiTable", "ProbeSwitch", "SoftirqTable", "header_text"]
+__all__ = ["DropTable", "HardirqTable", "NapiTable", "SoftirqTable", "header_text"]

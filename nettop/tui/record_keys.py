@@ -4,11 +4,9 @@ only starts and stops the tap, asks for the path, and shows "● REC" or why it 
 from __future__ import annotations
 
 import time
-from typing import Any
-
+from nettop.pipeline import RecordStatus, recording_meta
 from nettop.tui import playback
 from nettop.tui.drawing import DrawingMixin
-from nettop.tui.recording import RecordStatus, recording_meta
 from nettop.tui.screens import Prompt
 
 
@@ -18,7 +16,7 @@ class RecordKeysMixin(DrawingMixin):
     recorded: list[RecordStatus]
 
     def action_record(self) -> None:
-        tap = getattr(self.source, "tap", None)
+        tap = self.source.tap
         if tap is None:
             return
         if tap.active:
@@ -36,13 +34,11 @@ class RecordKeysMixin(DrawingMixin):
     def _start_recording(self, path: str | None) -> None:
         from nettop.record.store import RecordingError
 
-        if not path:
+        src = self.source
+        if not path or src.tap is None:
             return
-        src: Any = self.source
-        root = getattr(getattr(src, "root", None), "path", "/")
-        doctor = getattr(src, "doctor", None)
-        meta = recording_meta(self.latest.snapshot if self.latest else None, src.interval, src.cpu_nodes, root,
-                              doctor.config.latency_target_ms if doctor is not None else None)
+        meta = recording_meta(self.latest.snapshot if self.latest else None, src.interval, src.cpu_nodes,
+                              src.tap.root, src.doctor_config.latency_target_ms)
         try:
             src.tap.start(path, meta, src.timeline)
         except (RecordingError, OSError) as exc:
@@ -53,7 +49,7 @@ class RecordKeysMixin(DrawingMixin):
         self._draw_header()
 
     def _stop_recording(self) -> RecordStatus | None:
-        tap = getattr(self.source, "tap", None)
+        tap = self.source.tap
         status = tap.stop() if tap is not None else None
         if status is not None:
             self.recorded.append(status)
@@ -64,7 +60,7 @@ class RecordKeysMixin(DrawingMixin):
         if line == self.record_error:
             return
         self.record_error = line
-        tap = getattr(self.source, "tap", None)
+        tap = self.source.tap
         if tap is not None:
             tap.error = None  # shown once; the notice keeps it until the next start
             if not starting and tap.finished is not None:

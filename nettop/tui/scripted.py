@@ -8,8 +8,9 @@ every screenshot is the same on every machine: no real clock, hostname or CPU %.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
+from nettop.doctor import DoctorConfig
 from nettop.ebpf.sample import DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost
 from nettop.ebpf.sample import SoftirqCounts as EbpfSoftirq
 from nettop.ping.stats import summarize
@@ -20,8 +21,14 @@ from nettop.model.snapshot import (
     Snapshot, SoftirqCounts, SoftnetRow,
 )
 from nettop.model.timeline import Event, Point, Timeline
-from nettop.tui.recording import RecordingTap
-from nettop.tui.source import Mailbox, Wake
+from nettop.pipeline import Mailbox, RecordingTap, Wake
+from nettop.record.recorder import open_live_recording
+
+if TYPE_CHECKING:
+    from nettop.doctor.watch import Watch
+    from nettop.ebpf.switch import ProbeSwitch
+    from nettop.pipeline import Source
+    from nettop.ping.prober import Prober
 
 T_WALL0 = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
 T_MONO0 = 1000.0
@@ -44,8 +51,15 @@ class ScriptedSource:
         self.stopped = False
         self._mailbox = Mailbox()
         self._wake: Wake | None = None
-        self.tap = RecordingTap()  # the record key works as on the live source
+        self.tap: RecordingTap | None = RecordingTap(open_live_recording)  # the record key works as live
         self.routes = routes  # ifindexes of the default route, as LiveSource reads them
+        self.doctor: Watch | None = None  # a test may give it the live source's Watch
+        self.probe_switch: ProbeSwitch | None = None  # the eBPF key says there are no probes
+        self.prober: Prober | None = None
+
+    @property
+    def doctor_config(self) -> DoctorConfig:
+        return self.doctor.config if self.doctor is not None else DoctorConfig()
 
     def route_ifindexes(self) -> tuple[int, ...]:
         return self.routes
@@ -67,7 +81,8 @@ class ScriptedSource:
         point = self.timeline.append(snap)
         if self._mailbox.put(point) and self._wake is not None:
             self._wake()
-        self.tap.feed(snap, self.timeline)
+        if self.tap is not None:
+            self.tap.feed(snap, self.timeline)
         return point
 
     def add_event(self, event: Event) -> None:
@@ -78,10 +93,16 @@ class ScriptedSource:
 
     def stop(self) -> None:
         self.stopped = True
-        self.tap.stop()
+        if self.tap is not None:
+            self.tap.stop()
 
     def own_cpu_percent(self) -> float | None:
         return self.own_cpu
+
+
+if TYPE_CHECKING:
+    def _is_a_source(s: ScriptedSource) -> Source:
+        return s  # mypy checks that the scripted source is a complete Source
 
 
 # --- a synthetic host ------------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""What a front end is handed: the `Source` protocol, and the `Mailbox` between threads.
+
+The live view is handed a source (the live pipeline, a recording's `ReplaySource`, or a
+test's scripted source) and never reads the kernel itself. A source produces `Point`s on
+its own thread and puts each into a `Mailbox` that keeps only the newest one, then wakes
+the UI at most once until the UI has taken it: a slow frame never delays sampling and a
+burst of samples never queues up frames. The mode string shown in the header comes from
+the source.
+
+Every part a front end may use is in the protocol; what only some sources have is typed
+`X | None` (a replay has no recording tap, no eBPF switch and no live doctor), so no
+caller has to probe with getattr.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol
+
+from nettop.model.timeline import Point, Timeline
+
+if TYPE_CHECKING:
+    from nettop.doctor import DoctorConfig
+    from nettop.doctor.watch import Watch
+    from nettop.ebpf.switch import ProbeSwitch
+    from nettop.pipeline.tap import RecordingTap
+    from nettop.ping.prober import Prober
+
+Wake = Callable[[], None]
+
+
+class Source(Protocol):
+    @property
+    def mode(self) -> str: ...  # "live", "replay" or "read-only"
+    @property
+    def is_root(self) -> bool: ...  # tuning is offered only when true
+    @property
+    def timeline(self) -> Timeline: ...  # a replay's seek replaces it: read it each time
+    @property
+    def cpu_nodes(self) -> Mapping[int, int]: ...  # CPU id -> NUMA node, empty when unknown
+    @property
+    def tap(self) -> RecordingTap | None: ...  # the record key; None: this source cannot record
+    @property
+    def probe_switch(self) -> ProbeSwitch | None: ...  # the eBPF key; None: no probes to turn on
+    @property
+    def doctor(self) -> Watch | None: ...  # live findings; None: the app evaluates per point
+    @property
+    def doctor_config(self) -> DoctorConfig: ...  # what findings are judged against
+    @property
+    def prober(self) -> Prober | None: ...  # the latency prober whose results ride in snapshots
+
+    @property
+    def interval(self) -> float: ...
+    @interval.setter
+    def interval(self, seconds: float) -> None: ...
+    @property
+    def paused(self) -> bool: ...
+    @paused.setter
+    def paused(self, value: bool) -> None: ...
+
+    def route_ifindexes(self) -> tuple[int, ...]: ...  # the default route's interfaces, first first
+    def start(self, wake: Wake) -> None: ...
+    def take(self) -> Point | None: ...
+    def stop(self) -> None: ...
+    def own_cpu_percent(self) -> float | None: ...
+
+
+class Mailbox:
+    """Holds the newest point; `put` says whether the consumer must be woken."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._point: Point | None = None
+        self._wake_pending = False
+        self.superseded = 0  # points replaced before the UI took them
+
+    def put(self, point: Point) -> bool:
+        with self._lock:
+            if self._point is not None:
+                self.superseded += 1
+            self._point = point
+            if self._wake_pending:
+                return False
+            self._wake_pending = True
+            return True
+
+    def take(self) -> Point | None:
+        with self._lock:
+            point, self._point = self._point, None
+            self._wake_pending = False
+            return point
+
+
+__all__ = ["Mailbox", "Source", "Wake"]
