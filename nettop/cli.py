@@ -218,7 +218,7 @@ def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
              revert_on_exit: bool = False, latency_target_ms: float | None = None) -> int:
     """The full-screen app on a terminal; the plain refreshing report when output is not one."""
     if not (sys.stdout.isatty() and sys.stderr.isatty()):
-        from nettop.output.text_report import watch
+        from nettop.pipeline.text import watch
         return watch(root, interval, ifaces)
     from nettop.tui.app import run
     from nettop.tui.source import LiveSource

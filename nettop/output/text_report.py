@@ -6,12 +6,8 @@ reads the same document `nettop snapshot --json` prints, so both always agree.
 
 from __future__ import annotations
 
-import queue
-import shutil
-import sys
 from typing import Any
 
-from nettop.kernel.sysroot import SysRoot
 
 
 def _si(x: float | None, unit: str = "") -> str:
@@ -64,39 +60,3 @@ def render(doc: dict[str, Any], width: int = 100) -> str:
     if doc["problems"]:
         lines += ["", *(f"! {p}" for p in doc["problems"][:5])]
     return "\n".join(line[:width] for line in lines) + "\n"
-
-
-def watch(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
-    """Redraw the text report every interval until Ctrl-C (the pipeline's sampler owns
-    the clock; no doctor, no tap: this screen shows neither)."""
-    from nettop.model.timeline import Point
-    from nettop.output.snapshot_json import build_document
-    from nettop.pipeline import LivePipeline
-
-    pipeline = LivePipeline(root, ifaces, interval, max_points=120, doctor=False)
-    latest: queue.Queue = queue.Queue(maxsize=1)
-
-    def on_point(point: Point) -> None:
-        if point.rates is None:
-            return
-        prev = pipeline.timeline.points()[-2].snapshot
-        doc = build_document(prev, point.snapshot, point.rates, interval)
-        try:
-            latest.get_nowait()  # the newest sample wins; never queue up frames
-        except queue.Empty:
-            pass
-        latest.put_nowait(doc)
-
-    pipeline.listeners.append(on_point)
-    pipeline.start()
-    try:
-        while True:
-            doc = latest.get()
-            cols, rows = shutil.get_terminal_size((100, 40))
-            text = render(doc, cols).splitlines()[: rows - 1]
-            sys.stdout.write("\x1b[H\x1b[2J" + "\n".join(text) + "\n")
-            sys.stdout.flush()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        pipeline.stop()
