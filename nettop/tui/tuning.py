@@ -5,8 +5,10 @@ Why command lines: the operator learns one syntax for the screen and for scripts
 same on ALL nodes" is then a copy of what the prompt showed), and every setting nettop
 can change is reachable without a form per setting. The queue panel's row gives the
 defaults (its IRQ, interface, queue, current masks); `k` opens a CPU mask editor for
-RPS/XPS because toggling CPUs is quicker than typing masks. The Tuner validates, writes,
-reads back, journals and reports each write as a Timeline event, so the charts mark it;
+RPS/XPS because toggling CPUs is quicker than typing masks. A line is applied by the one
+tuning workflow (`nettop.actions.workflow`, as `nettop set` and the doctor's fixes are):
+the Tuner validates, writes, reads back, journals and reports each write as a Timeline
+event, so the charts mark it;
 undo/redo/journal and the before/after comparison work from the same journal.
 """
 
