@@ -18,6 +18,7 @@ import os
 import socket
 import struct
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ class Irqbalance:
         self.srv.bind(str(root / f"run/irqbalance/irqbalance{PID}.sock"))
         self.srv.listen(4)
         self.banned: list[int] = []
+        self.bans: list[list[int]] = []  # each ban command's list, in order
         self.got: list[bytes] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -69,6 +71,15 @@ class Irqbalance:
                                   + "BANNED 0").encode())
                 elif msg.startswith(b"settings ban irqs "):
                     self.banned = [int(w) for w in msg.split()[3:] if w.isdigit()]
+                    self.bans.append(self.banned)
+
+    def wait_bans(self, n: int) -> list[list[int]]:
+        """The ban commands once `n` have arrived: nettop sends one without waiting for a
+        reply, so it may still be on its way when the change is reported."""
+        deadline = time.monotonic() + 10
+        while len(self.bans) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.bans
 
     def close(self) -> None:
         self.srv.close()
@@ -242,25 +253,19 @@ async def test_an_irq_move_with_a_ban_is_the_same_from_the_cli_the_key_and_the_d
     tuners = [tuner(tmp_path, n, root) for n in ("cli", "key", "doctor")]
     after: list[str] = []
     sets: list[list[tuple]] = []  # each journal's set entries, read before its revert
-    bans: list[list[int]] = []
 
     # GIVEN irqbalance runs; WHEN the move is made with a ban: `--ban`, or b on the confirm screen
     doc = await asyncio.to_thread(cli, tuners[0], [*line.split(), "--ban"], capsys)
     after.append(sysfs(path))
     sets.append([e for e in journaled(tuners[len(sets)]) if e[2] == "set"])
-    bans.append(balance.banned)
-    balance.banned = []
     await asyncio.to_thread(tuners[0].revert_all)
     shown_key = await by_key(tuners[1], veth_lab.host_if, line, "a", "b")
     after.append(sysfs(path))
     sets.append([e for e in journaled(tuners[len(sets)]) if e[2] == "set"])
-    bans.append(balance.banned)
-    balance.banned = []
     await asyncio.to_thread(tuners[1].revert_all)
     shown_doctor = await by_doctor_fix(tuners[2], veth_lab.host_if, line, "b")
     after.append(sysfs(path))
     sets.append([e for e in journaled(tuners[len(sets)]) if e[2] == "set"])
-    bans.append(balance.banned)
     await asyncio.to_thread(tuners[2].revert_all)
     assert sysfs(path) == original
 
@@ -268,7 +273,7 @@ async def test_an_irq_move_with_a_ban_is_the_same_from_the_cli_the_key_and_the_d
     assert after == [target] * 3
     assert len(sets[0]) == 1 and sets[0][0][8] == target and sets[0][0][9] is True
     assert sets[1] == sets[0] and sets[2] == sets[0]
-    assert bans == [[irq]] * 3
+    assert balance.wait_bans(3) == [[irq]] * 3
     # and, banned, irqbalance's conflict is resolved: reported by none of the three
     applied = [o for o in outcomes if o.results]
     assert len(applied) == 3 and handling(applied[1]) == handling(applied[0]) == handling(applied[2])
@@ -298,3 +303,40 @@ async def test_without_a_ban_irqbalances_conflict_is_reported_by_the_cli_and_the
     assert any("irqbalance is running" in n for n in shown), shown
     assert balance.got == []  # nobody told irqbalance anything
     assert os.path.exists(root.join(f"run/irqbalance/irqbalance{PID}.sock"))
+
+
+# --- the workflow's own answers ------------------------------------------------------------
+
+def test_a_bad_line_a_read_only_tuner_and_a_disruptive_change_stop_before_writing(veth_lab, tmp_path, host):
+    root, _ = host
+    ifname = veth_lab.host_if
+    mtu = f"/sys/class/net/{ifname}/mtu"
+    before = sysfs(mtu)
+    t = tuner(tmp_path, "w", root)
+    bad = workflow.run_line(t, "rps")
+    assert bad.error is not None and "\n" not in bad.error and not bad.results
+    bad = workflow.run_line(t, "rps 'eth0")
+    assert bad.error is not None and bad.error.startswith("cannot read that line")
+    ro = Tuner(Journal(str(tmp_path / "ro.jsonl")), read_only="read-only here", root=root)
+    out = workflow.run_line(ro, f"mtu {ifname} 1400")
+    assert out.error == "read-only here" and out.plans and not out.results
+    out = workflow.run_line(t, f"mtu {ifname} 1400")
+    assert out.pending and out.confirm and out.confirm[0].startswith(f"mtu {ifname}") and not out.results
+    assert sysfs(mtu) == before and t.journal.read_state().entries == []
+    dry = workflow.run_line(t, f"mtu {ifname} 1400", confirmed=True, dry_run=True)
+    assert dry.dry_run and not dry.pending and not dry.results and sysfs(mtu) == before
+    done = workflow.run_line(t, f"mtu {ifname} 1400", confirmed=True)
+    try:
+        assert done.ok and sysfs(mtu) == "1400" and [r.after for r in done.results] == [1400]
+    finally:
+        t.revert_all()
+    assert sysfs(mtu) == before
+
+
+def test_the_mask_editor_sizes_a_mask_like_the_queues_own():
+    from nettop.collectors.cpus import format_cpu_mask
+    from nettop.tui.tuning import mask_bits
+
+    assert mask_bits("00000000,00000003") == 64 and mask_bits("3") == 4 and mask_bits(None) is None
+    assert format_cpu_mask({1}, mask_bits("00000000,00000003") or 1) == "00000000,00000002"
+    assert format_cpu_mask({1}, mask_bits("3") or 1) == "2"
