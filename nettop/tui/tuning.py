@@ -21,12 +21,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from nettop.actions.base import ActionError, Change, Result
 from nettop.actions.journal import problem_line
-from nettop.actions.workflow import Outcome, parse_line, run_line
+from nettop.actions.workflow import IRQBALANCE_ASK, Outcome, parse_line, run_line
 from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
 from nettop.model.timeline import Event
@@ -293,6 +294,16 @@ def before_after_rows(points: Sequence[Any], t_wall: float, window_s: float) -> 
     return rows, note
 
 
+class Tuned(Message):
+    """A `set` line's Outcome, posted by the tuning worker; the UI asks or shows it."""
+
+    def __init__(self, text: str, outcome: Outcome, warnings: list[str]) -> None:
+        super().__init__()
+        self.text = text
+        self.outcome = outcome
+        self.warnings = warnings  # the journal's skipped lines, said once
+
+
 TUNING_BINDINGS = [
     Binding("a", "tune('affinity')", "affinity", show=False,
             tooltip="move the selected queue's IRQ to a CPU list or mask (shows requested and effective)"),
@@ -437,10 +448,12 @@ class TuningMixin(DrawingMixin):
         tuner = self.get_tuner()
         assert tuner is not None  # the keys are refused without one
         outcome = run_line(tuner, text, confirmed=confirmed, ban=ban, ask=True)
-        warnings = self._journal_warning(tuner) if outcome.results else []
-        self.call_from_thread(self._tuned, text, outcome, warnings)
+        self.post_message(Tuned(text, outcome, self._journal_warning(tuner) if outcome.results else []))
 
-    def _tuned(self, text: str, outcome: Outcome, warnings: list[str]) -> None:
+    def on_tuned(self, message: Tuned) -> None:
+        """The worker's Outcome on the UI thread (found by name: a mixin is not a
+        MessagePump, so `@on` would not register here)."""
+        text, outcome, warnings = message.text, message.outcome, message.warnings
         if outcome.error is not None:
             self.notify(outcome.error, severity="error", timeout=10)
         elif outcome.pending:
@@ -452,7 +465,7 @@ class TuningMixin(DrawingMixin):
     def _ask(self, text: str, outcome: Outcome) -> None:
         lines = outcome.plan_lines() + [f"⚠ {p.confirm}" for p in outcome.plans if p.confirm]
         if outcome.may_ban:
-            lines.append("⚠ irqbalance is running and will move these IRQs back within seconds")
+            lines.append(f"⚠ {IRQBALANCE_ASK}")
 
         def answered(answer: str | None) -> None:
             if answer:
@@ -554,4 +567,4 @@ def check_line(answer: str) -> str | None:
 
 
 __all__ = ["BeforeAfterScreen", "ConfirmScreen", "JournalScreen", "MaskEditor", "TUNING_ACTIONS", "TUNING_BINDINGS",
-           "TuningMixin", "before_after_rows", "check_line", "default_command", "mask_bits", "parse_set"]
+           "Tuned", "TuningMixin", "before_after_rows", "check_line", "default_command", "mask_bits", "parse_set"]
