@@ -105,14 +105,14 @@ class DoctorMixin(TuningMixin):
         def action_zoom(self) -> None: ...
 
     def _doctor_watch(self) -> Watch | None:
-        return getattr(self.source, "doctor", None)
+        return getattr(self.source, "doctor", None)  # type: ignore[attr-defined]
 
     def _doctor_config(self) -> DoctorConfig:
         """Live, the Watch's; in replay, the one the recording was judged by."""
         watch = self._doctor_watch()
         if watch is not None:
             return watch.config
-        return getattr(self.source, "doctor_config", None) or DoctorConfig()
+        return getattr(self.source, "doctor_config", None) or DoctorConfig()  # type: ignore[attr-defined]
 
     def doctor_findings(self, point: Point | None = None) -> list[Finding]:
         """What the panel shows: live from the Watch, in replay evaluated at this point."""
