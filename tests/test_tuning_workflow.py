@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import socket
-import struct
 import threading
 import time
 from pathlib import Path
