@@ -484,10 +484,8 @@ async def test_a_moves_an_irq_and_the_notice_says_requested_and_effective(lab, d
 async def test_moving_an_irq_while_irqbalance_runs_offers_to_ban_it(lab, deflate_irq, monkeypatch):
     """irqbalance is not installed here, so "running" is the one thing stood in; the ban
     itself really looks for irqbalance's socket and says, in one line, that none is there."""
-    import nettop.tui.tuning as tuning
-
     t, pilot, irq = lab, lab.pilot, deflate_irq
-    monkeypatch.setattr(tuning, "irqbalance_running", lambda cache: True)
+    monkeypatch.setattr(t.tuner.irqbalance, "running", lambda: True)
     path = f"/proc/irq/{irq}/smp_affinity_list"
     original = sysfs(path)
     await set_line(t, f"irq {irq} 1")

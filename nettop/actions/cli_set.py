@@ -12,17 +12,16 @@ import argparse
 import errno
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from nettop.actions import ethtool, irq, rps_xps
 from nettop.actions.base import QUEUE_MAX, ActionError, Change, Result, need_iface, parse_int
 from nettop.actions.bql import BqlLimit
-from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.sysctl import Sysctl
 from nettop.actions.journal import problem_line
-from nettop.actions.tuner import KernelRefused, NeedsConfirm, Tuner, describe_entry
+from nettop.actions.tuner import KernelRefused, Tuner, describe_entry
 from nettop.actions.irq import IRQ_MAX
 from nettop.actions.typed import bare, clip, looks_numeric, whole
 
@@ -46,10 +45,10 @@ class _QuietParser(argparse.ArgumentParser):
     """A `set` line's parser for prompts and plans: errors are an ActionError of one line,
     never usage text on a terminal a screen or a run is using."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise ActionError(f"{message}; e.g. `set rps eth0 0 0-3` (see `nettop set --help`)")
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise ActionError((message or "").strip() or "see `nettop set --help`")
 
     def print_help(self, file: Any = None) -> None:
@@ -283,26 +282,23 @@ def _run(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
 
 
 def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
-    plans = t.plan(build_changes(args))
-    conflicts = find_conflicts({p.setting.kind for p in plans})
-    warn = [c.message for c in conflicts]
-    if args.dry_run:
+    """The parsed line through the one workflow (`nettop.actions.workflow`), then printed."""
+    from nettop.actions.workflow import run_changes
+
+    out = run_changes(t, build_changes(args), confirmed=args.yes, ban=args.ban, dry_run=args.dry_run)
+    if out.error is not None:
+        raise (KernelRefused if out.refused else ActionError)(out.error)
+    warn = list(out.warnings)
+    if out.dry_run:
         _emit({"dry_run": True, "changes": [{"key": p.setting.key, "text": p.text, "before": p.before,
-                                              "value": p.value, "confirm": p.confirm} for p in plans],
+                                              "value": p.value, "confirm": p.confirm} for p in out.plans],
                "warnings": warn, "read_only": t.read_only}, as_json,
-              [f"would set {p.text}" + (f" (needs --yes: {p.confirm})" if p.confirm else "") for p in plans]
+              [f"would set {p.text}" + (f" (needs --yes: {p.confirm})" if p.confirm else "") for p in out.plans]
               + [f"warning: {w}" for w in warn])
         return 0
-    try:
-        results = t.apply(plans, confirmed=args.yes)
-    except NeedsConfirm as exc:
-        raise ActionError(f"{exc}; add --yes to go ahead") from None
-    banned = None
-    if args.ban:
-        try:
-            banned = ban_irqs(p.setting.irq for p in plans if p.setting.kind == "irq_affinity")  # type: ignore[attr-defined]
-        except ActionError as exc:  # the change itself is made and journaled
-            warn.append(str(exc))
-    _emit({"results": _results(results), "warnings": warn, "irqbalance_ban": banned}, as_json,
+    if out.pending:
+        raise ActionError("needs confirmation: " + "; ".join(out.confirm) + "; add --yes to go ahead")
+    results = list(out.results)
+    _emit({"results": _results(results), "warnings": warn, "irqbalance_ban": out.banned}, as_json,
           [r.line() for r in results] + [f"warning: {w}" for w in warn])
     return 0

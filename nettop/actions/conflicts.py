@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -98,6 +99,29 @@ def ban_irqs(irqs: Iterable[int], root: SysRoot = SysRoot("/")) -> str:
     return path
 
 
+class IrqbalanceCheck:
+    """"Does irqbalance run?" asked before every change that moves IRQs, from any thread.
+
+    One per Tuner, so the answer is cached across changes: the pid found last is checked
+    with one read, and a host without irqbalance is scanned (every /proc/PID/comm) at most
+    once per `IrqbalanceCache.interval`. Reads go through `root`, so a test can stand a
+    captured tree (and a control socket) in for the host.
+    """
+
+    def __init__(self, root: SysRoot, cache: IrqbalanceCache | None = None) -> None:
+        self.root = root
+        self._cache = cache or IrqbalanceCache()
+        self._lock = threading.Lock()  # the cache is not thread-safe; tuning workers may overlap
+
+    def running(self) -> bool:
+        with self._lock:
+            return self._cache.running(self.root)
+
+    def ban(self, irqs: Iterable[int]) -> str:
+        """Ban IRQs from the running irqbalance; the socket used, or ActionError."""
+        return ban_irqs(irqs, self.root)
+
+
 def tuned_profile(root: SysRoot = SysRoot("/")) -> str | None:
     try:
         name = root.read_line(TUNED_ACTIVE)
@@ -107,11 +131,14 @@ def tuned_profile(root: SysRoot = SysRoot("/")) -> str | None:
 
 
 def find_conflicts(kinds: Iterable[str], root: SysRoot = SysRoot("/"),
-                   irqbalance: IrqbalanceCache | None = None) -> list[Conflict]:
-    """Warnings for a change touching settings of these kinds ("irq_affinity", "sysctl", ...)."""
+                   balancing: bool | None = None) -> list[Conflict]:
+    """Warnings for a change touching settings of these kinds ("irq_affinity", "sysctl", ...);
+    `balancing` is whether irqbalance runs when the caller knows already (None: look now)."""
     kinds = set(kinds)
     out = []
-    if "irq_affinity" in kinds and (irqbalance or IrqbalanceCache()).running(root):
+    if balancing is None and "irq_affinity" in kinds:
+        balancing = IrqbalanceCache().running(root)
+    if "irq_affinity" in kinds and balancing:
         out.append(Conflict("irqbalance", "irqbalance is running and will move these IRQs back within "
                                           "seconds: ban them (`nettop set irq ... --ban`) or stop it "
                                           "(`systemctl stop irqbalance`)"))

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from nettop.actions.base import ActionError, Change, Plan, Result, Setting, from_record
+from nettop.actions.conflicts import IrqbalanceCheck
 from nettop.actions.journal import Entry, Journal, State
+from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.timeline import Event
 
 EventHook = Callable[[Event], None]
@@ -56,10 +58,13 @@ class Drift:
 
 class Tuner:
     def __init__(self, journal: Journal | None = None, on_event: EventHook | None = None,
-                 read_only: str | None = "auto") -> None:
+                 read_only: str | None = "auto", root: SysRoot = LIVE) -> None:
         self.journal = journal or Journal()
         self.on_event = on_event
         self.read_only = read_only_reason() if read_only == "auto" else read_only
+        # who else changes what nettop changes (irqbalance, tuned), asked by the workflow
+        self.root = root
+        self.irqbalance = IrqbalanceCheck(root)
         self._lock = threading.Lock()
         self.skipped: list[str] = []  # what the last revert/restore found gone
 

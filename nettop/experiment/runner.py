@@ -137,8 +137,7 @@ class Runner:
         running: Running | None = None
         try:
             if v.lines:
-                changes = [c for line in v.lines for c in changes_of(line)]
-                self.tuner.apply(self.tuner.plan(changes), confirmed=True)
+                self._apply([c for line in v.lines for c in changes_of(line)])
                 applied = True
             self._mark(f"{label}: applied" + (f" ({'; '.join(v.lines)})" if v.lines else " (baseline: as found)"))
             self._history = []
@@ -177,6 +176,17 @@ class Runner:
         phase = figures(v.name, repeat, window, p.iface, p.load.reverse, idle, loaded, sent, iperf, failed)
         self._mark(phase.to_event_text())
         return phase
+
+    def _apply(self, changes: list[Any]) -> None:
+        """A variant's lines as one undo step, through the workflow every change takes
+        (the run was confirmed as a whole); ActionError when the host refuses it."""
+        from nettop.actions.base import ActionError
+        from nettop.actions.tuner import KernelRefused
+        from nettop.actions.workflow import run_changes
+
+        out = run_changes(self.tuner, changes, confirmed=True)
+        if out.error is not None:
+            raise (KernelRefused if out.refused else ActionError)(out.error)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sample(self) -> Snapshot:

@@ -4,7 +4,8 @@ The layout is checked first, and a plan made for other hardware is refused with 
 line: the number of online CPUs and NUMA nodes, every interface found again (hardware
 NICs by driver and PCI address, else by MAC, a virtual device without either by name)
 on the NUMA node the plan recorded. Then each item becomes a Change on this host's
-names (a renamed NIC, an IRQ number that moved at boot) and goes through the Tuner, so
+names (a renamed NIC, an IRQ number that moved at boot) and goes through the tuning
+workflow (`nettop.actions.workflow.run_plans`, as `nettop set` does), so
 everything `apply` writes is journaled and undone by `nettop undo` or `nettop restore`.
 Items already as planned are reported and not written.
 """
@@ -122,10 +123,15 @@ def apply(path: str, tuner: Any, dry_run: bool, yes: bool) -> tuple[int, list[st
     if dry_run:
         return 0, lines + [f"would set {p.text}" + (f" (needs --yes: {p.confirm})" if p.confirm else "")
                            for p in r.plans]
-    pending = [p for p in r.plans if p.confirm and not yes]
-    if pending:
-        raise PlanError("needs --yes: " + "; ".join(f"{p.setting.key}: {p.confirm}" for p in pending))
-    results = tuner.apply(r.plans, confirmed=True)
+    from nettop.actions.tuner import KernelRefused
+    from nettop.actions.workflow import run_plans
+
+    out = run_plans(tuner, r.plans, confirmed=yes)  # the one workflow, as `nettop set` takes
+    if out.pending:
+        raise PlanError("needs --yes: " + "; ".join(out.confirm))
+    if out.error is not None:
+        raise (KernelRefused if out.refused else ActionError)(out.error)
+    results = out.results
     lines += [f"applied {res.line()}" for res in results]
     bad = [res for res in results if not res.verified]
     return (1 if bad else 0), lines

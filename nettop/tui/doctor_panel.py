@@ -11,7 +11,7 @@ figures before and after. `x` dismisses a finding for this session.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.binding import Binding, BindingType
 
@@ -19,6 +19,7 @@ from nettop.doctor import DoctorConfig, Finding, evaluate
 from nettop.doctor.watch import Verdict, Watch
 from nettop.model.timeline import Point
 from nettop.tui.tables import Cell, LiveTable
+from nettop.tui.tuning import TuningMixin
 from nettop.tui.widgets import EmptyState, Panel
 
 NO_FINDINGS = "no finding: none of the doctor's rules (docs/doctor.md) sees anything to fix"
@@ -46,12 +47,12 @@ class FindingsTable(LiveTable):
     def action_fix(self) -> None:
         key = self.selected()
         if key is not None:
-            self.app.doctor_fix(key.split("|", 1)[-1])  # type: ignore[attr-defined]
+            cast("DoctorMixin", self.app).doctor_fix(key.split("|", 1)[-1])
 
     def action_dismiss(self) -> None:
         key = self.selected()
         if key is not None:
-            self.app.doctor_dismiss(key.split("|", 1)[-1])  # type: ignore[attr-defined]
+            cast("DoctorMixin", self.app).doctor_dismiss(key.split("|", 1)[-1])
 
     @staticmethod
     def finding_cells(f: Finding, step: int) -> tuple[Cell, ...]:
@@ -89,13 +90,19 @@ def doctor_panel() -> Panel:
                  id="doctor")
 
 
-class DoctorMixin:
-    """The findings panel's drawing and keys. Needs from the app: `source`, `latest`,
-    `replaying`, `run_tuning`, `_refuse`, `push_screen`, `notify`, `query_one`."""
+class DoctorMixin(TuningMixin):
+    """The findings panel's drawing and keys. A fix is applied as the tuning keys apply a
+    line (`TuningMixin.run_tuning`, the one workflow); needs from the app `zoomed`,
+    `action_panel` and `action_zoom` besides the drawing state."""
 
     _doctor_dismissed: set[str]
     _doctor_steps: dict[str, int]
     _doctor_shown: list[Finding]
+    zoomed: str | None
+
+    if TYPE_CHECKING:
+        def action_panel(self, name: str) -> None: ...
+        def action_zoom(self) -> None: ...
 
     def _doctor_watch(self) -> Watch | None:
         return self.source.doctor  # type: ignore[attr-defined]
@@ -115,7 +122,7 @@ class DoctorMixin:
         if watch is not None:
             found = watch.shown()
         else:
-            points = self.source.timeline.points()[-12:]  # type: ignore[attr-defined]
+            points = self.source.timeline.points()[-12:]
             found = evaluate(points, self._doctor_config()) if points else []
         return [f for f in found if f.id not in self._doctor_dismissed]
 
@@ -132,59 +139,52 @@ class DoctorMixin:
         self._doctor_shown = found
         watch = self._doctor_watch()
         verdicts = list(watch.verdicts.values()) if watch is not None else []
-        table = self.query_one("#findings-table", FindingsTable)  # type: ignore[attr-defined]
+        table = self.query_one("#findings-table", FindingsTable)
         rows = [(f"f|{f.id}", FindingsTable.finding_cells(f, self._doctor_steps.get(f.id, 0))) for f in found]
         rows += [(f"v|{v.finding_id}", FindingsTable.verdict_cells(v)) for v in verdicts]
         table.sync(rows)
-        empty = self.query_one("#doctor-empty", EmptyState)  # type: ignore[attr-defined]
+        empty = self.query_one("#doctor-empty", EmptyState)
         empty.display = not rows
         table.display = bool(rows)
         target = self._doctor_config().describe()
-        self.query_one("#doctor", Panel).set_status(  # type: ignore[attr-defined]
+        self.query_one("#doctor", Panel).set_status(
             " · ".join(x for x in (self.doctor_header() or "", target,
-                                   "as recorded" if self.replaying else "") if x))  # type: ignore[attr-defined]
+                                   "as recorded" if self.replaying else "") if x))
 
     def action_doctor_panel(self) -> None:
-        self.query_one("#doctor", Panel).display = True  # type: ignore[attr-defined]
-        self.action_panel("doctor")  # type: ignore[attr-defined]
-        if self.zoomed is None and self.screen.has_class("-wide") and self.screen.has_class("-tall"):  # type: ignore[attr-defined]
-            self.action_zoom()  # type: ignore[attr-defined]  # the grid has no cell for it
+        self.query_one("#doctor", Panel).display = True
+        self.action_panel("doctor")
+        if self.zoomed is None and self.screen.has_class("-wide") and self.screen.has_class("-tall"):
+            self.action_zoom()  # the grid has no cell for it
 
     def doctor_fix(self, finding_id: str) -> None:
         f = next((x for x in getattr(self, "_doctor_shown", []) if x.id == finding_id), None)
         if f is None:
             return
         if not f.fix:
-            self.notify(f"nettop does not change this itself: {f.command or 'no fix known'}",  # type: ignore[attr-defined]
+            self.notify(f"nettop does not change this itself: {f.command or 'no fix known'}",
                         timeout=10)
             return
-        if self._refuse():  # type: ignore[attr-defined]
+        if self._refuse():
             return
         from nettop.tui.screens import Prompt
-        from nettop.tui.tuning import parse_set
+        from nettop.tui.tuning import check_line
 
         step = min(self._doctor_steps.get(f.id, 0), len(f.fix) - 1)
         line = f.fix[step].removeprefix("nettop set ")
         title = f"nettop set … (fix for {f.id}" + (f", line {step + 1} of {len(f.fix)})" if len(f.fix) > 1 else ")")
 
-        def check(answer: str) -> str | None:
-            try:
-                parse_set(answer)
-            except Exception as exc:  # noqa: BLE001 - shown in the prompt, as the o key does
-                return str(exc)
-            return None
-
-        def done(answer: Any) -> None:
+        def done(answer: str | None) -> None:
             if not answer:
                 return
             self._doctor_steps[f.id] = step + 1
             watch = self._doctor_watch()
-            latest = self.latest  # type: ignore[attr-defined]
+            latest = self.latest
             if watch is not None and step + 1 >= len(f.fix):
                 watch.applied(f, answer, latest.snapshot.t_wall if latest is not None else f.window[1])
-            self.run_tuning(answer)  # type: ignore[attr-defined]
+            self.run_tuning(answer)  # the same workflow as the tuning keys and `nettop set`
 
-        self.push_screen(Prompt(title, line, "e.g. sysctl net.core.netdev_budget 600", check=check,  # type: ignore[attr-defined]
+        self.push_screen(Prompt(title, line, "e.g. sysctl net.core.netdev_budget 600", check=check_line,
                                 id="tune-prompt"), callback=done)
 
     def doctor_dismiss(self, finding_id: str) -> None:
@@ -192,6 +192,6 @@ class DoctorMixin:
         watch = self._doctor_watch()
         if watch is not None:
             watch.dismiss(finding_id)
-        if self.latest is not None:  # type: ignore[attr-defined]
-            self._draw_doctor(self.latest)  # type: ignore[attr-defined]
-        self.notify(f"{finding_id} dismissed for this session", timeout=3)  # type: ignore[attr-defined]
+        if self.latest is not None:
+            self._draw_doctor(self.latest)
+        self.notify(f"{finding_id} dismissed for this session", timeout=3)

@@ -18,7 +18,7 @@ import os
 import shlex
 import threading
 import time
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Sequence
 
 from rich.text import Text
 from textual import work
@@ -29,8 +29,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from nettop.tui.screens import Prompt
-from nettop.tui.tuning import ConfirmScreen
+from nettop.tui.tuning import ConfirmScreen, TuningMixin
 from nettop.tui.widgets import TextLine
+
+if TYPE_CHECKING:
+    from nettop.experiment.plan import ExperimentPlan
+    from nettop.experiment.runner import Progress, Runner
 
 EXPERIMENT_BINDINGS = [
     Binding("X", "experiment", "experiment", show=False,
@@ -43,14 +47,14 @@ BAR_WIDTH = 20
 
 
 class _Quiet(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise ValueError(message)
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise ValueError((message or "").strip() or "see `nettop experiment --help`")
 
 
-def parse_command(text: str) -> tuple[Any, str]:
+def parse_command(text: str) -> tuple[ExperimentPlan, str]:
     """(the plan with the line's overrides, output directory) from a line such as
     `PLAN.toml --iface eth0 --target 10.0.0.2` (`nettop experiment` may lead);
     PlanError or ValueError with one line otherwise."""
@@ -90,7 +94,7 @@ def fitted_bar(done: int, total: int, current: str, rtt: str, columns: int, long
     return bar_text(done, total, current, max(4, min(BAR_WIDTH, columns - 2 - rest)), rtt)
 
 
-def estimate_s(plan: Any) -> float:
+def estimate_s(plan: ExperimentPlan) -> float:
     """Seconds the run should take: each phase's windows plus about a second to apply and revert."""
     t = plan.timing
     return len(plan.variants) * t.repeats * (t.idle + t.warmup + t.measure + 1.0)
@@ -120,11 +124,10 @@ class ResultScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-class ExperimentMixin:
-    """The experiment key. Needs from the app: `get_tuner`, `tuning_disabled`, `latest`,
-    `selected_queue()`, `notify`, `push_screen`, `call_from_thread`, `query_one`."""
+class ExperimentMixin(TuningMixin):
+    """The experiment key: the run uses the tuning keys' Tuner and refuses them while it runs."""
 
-    experiment: Any = None  # the running nettop.experiment.runner.Runner
+    experiment: Runner | None = None  # the running one
     _experiment_ended: threading.Event | None = None  # set when the worker has reverted and returned
 
     def compose_experiment(self) -> ComposeResult:
@@ -136,22 +139,22 @@ class ExperimentMixin:
     def action_experiment(self) -> None:
         if self.experiment is not None:
             self.experiment.stop()
-            self.notify("stopping the experiment: reverting the running variant…", timeout=5)  # type: ignore[attr-defined]
+            self.notify("stopping the experiment: reverting the running variant…", timeout=5)
             self._set_bar("experiment stopping: reverting the running variant…")
             return
-        why = self.tuning_disabled()  # type: ignore[attr-defined]
+        why = self.tuning_disabled()
         if why:
-            self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
+            self.notify(why, severity="warning", timeout=6)
             return
-        self.push_screen(  # type: ignore[attr-defined]
+        self.push_screen(
             Prompt("nettop experiment PLAN.toml [--iface IFACE] [--target HOST] [--duration S] [-o DIR]",
                    self._default_command(), "PLAN.toml --iface eth0 --target 192.0.2.2",
                    check=self._check_command, id="experiment-prompt"),
             callback=self._confirm)
 
     def _default_command(self) -> str:
-        row = self.selected_queue()  # type: ignore[attr-defined]
-        latest = self.latest  # type: ignore[attr-defined]
+        row = self.selected_queue()
+        latest = self.latest
         iface = row.ifname if row is not None else \
             (sorted(latest.snapshot.links)[0] if latest is not None and latest.snapshot.links else "")
         plan = EXAMPLE if os.path.exists(EXAMPLE) else "PLAN.toml"
@@ -184,30 +187,30 @@ class ExperimentMixin:
             if ok:
                 self._start(plan, out)
 
-        self.push_screen(ConfirmScreen(lines), callback=answered)  # type: ignore[attr-defined]
+        self.push_screen(ConfirmScreen(lines), callback=answered)
 
-    def _start(self, plan: Any, out: str) -> None:
+    def _start(self, plan: ExperimentPlan, out: str) -> None:
         from nettop.experiment.runner import Runner
 
-        why = self.tuning_disabled()  # type: ignore[attr-defined]
+        why = self.tuning_disabled()
         if why:  # another experiment began while this one was being confirmed
-            self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
+            self.notify(why, severity="warning", timeout=6)
             return
 
         longest = max((f"{v.name} #{plan.timing.repeats}: load on" for v in plan.variants), key=len, default="")
 
-        def progress(p: Any) -> None:
-            columns = self.size.width  # type: ignore[attr-defined]
+        def progress(p: Progress) -> None:
+            columns = self.size.width
             self._ui(self._set_bar, fitted_bar(p.done, p.total, p.current, p.rtt, columns, longest))
 
         # made here, on the UI thread, so that X stops it from the first moment on
-        self.experiment = Runner(plan, self.get_tuner(), os.path.join(out, "run.nettop"), progress)  # type: ignore[attr-defined]
+        self.experiment = Runner(plan, self.get_tuner(), os.path.join(out, "run.nettop"), progress)
         self._experiment_ended = threading.Event()
         self._set_bar(bar_text(0, self.experiment.progress.total, "checking the plan against the host"))
         self._run_experiment(self.experiment, out)
 
     @work(thread=True, group="experiment", exit_on_error=False)
-    def _run_experiment(self, runner: Any, out: str) -> None:
+    def _run_experiment(self, runner: Runner, out: str) -> None:
         from nettop.actions.base import ActionError
         from nettop.experiment import plan as planmod
         from nettop.experiment.cli import write_outputs
@@ -224,10 +227,10 @@ class ExperimentMixin:
             phases = runner.run()
             result = write_outputs(plan.name, phases, out)
         except Stopped as exc:
-            self._ui(self.notify, f"experiment {exc}", severity="warning", timeout=8)  # type: ignore[attr-defined]
+            self._ui(self.notify, f"experiment {exc}", severity="warning", timeout=8)
             return
         except (planmod.PlanError, ActionError, LoadError, RecordingError, OSError) as exc:
-            self._ui(self.notify, f"experiment: {exc}", severity="error", timeout=10)  # type: ignore[attr-defined]
+            self._ui(self.notify, f"experiment: {exc}", severity="error", timeout=10)
             return
         finally:
             self.experiment = None
@@ -237,17 +240,17 @@ class ExperimentMixin:
         note = f"wrote {result.summary} · escape closes"
         if result.failed:
             note = "a variant failed (see its row) · " + note
-        self._ui(self.push_screen, ResultScreen(plan.name, result.rows, note))  # type: ignore[attr-defined]
+        self._ui(self.push_screen, ResultScreen(plan.name, result.rows, note))
 
     def _ui(self, fn: Any, *args: Any, **kwargs: Any) -> None:
         """Run `fn` on the UI thread; nothing once the app has closed (the run still reverts)."""
         try:
-            self.call_from_thread(fn, *args, **kwargs)  # type: ignore[attr-defined]
+            self.call_from_thread(fn, *args, **kwargs)
         except RuntimeError:
             pass
 
     def _set_bar(self, text: str) -> None:
-        bar = self.query_one("#experiment-bar", TextLine)  # type: ignore[attr-defined]
+        bar = self.query_one("#experiment-bar", TextLine)
         bar.set(text)
         bar.display = bool(text)
 
@@ -259,7 +262,7 @@ class ExperimentMixin:
             self._set_bar("experiment stopping: reverting the running variant before quitting…")
             if ended is not None:
                 await asyncio.to_thread(ended.wait, 60)
-        await super().action_quit()  # type: ignore[misc]
+        await super().action_quit()
 
     def wait_for_experiment(self, timeout: float = 60) -> None:
         """After the app has closed by any other way: stop the run and wait for its revert."""

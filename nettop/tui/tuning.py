@@ -5,14 +5,15 @@ Why command lines: the operator learns one syntax for the screen and for scripts
 same on ALL nodes" is then a copy of what the prompt showed), and every setting nettop
 can change is reachable without a form per setting. The queue panel's row gives the
 defaults (its IRQ, interface, queue, current masks); `k` opens a CPU mask editor for
-RPS/XPS because toggling CPUs is quicker than typing masks. The Tuner validates, writes,
-reads back, journals and reports each write as a Timeline event, so the charts mark it;
+RPS/XPS because toggling CPUs is quicker than typing masks. A line is applied by the one
+tuning workflow (`nettop.actions.workflow`, as `nettop set` and the doctor's fixes are):
+the Tuner validates, writes, reads back, journals and reports each write as a Timeline
+event, so the charts mark it;
 undo/redo/journal and the before/after comparison work from the same journal.
 """
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from rich.text import Text
@@ -20,51 +21,37 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from nettop.actions.base import ActionError, Change, Plan, Result
-from nettop.actions.cli_set import build_changes, set_line_parser
-from nettop.actions.conflicts import ban_irqs, find_conflicts
+from nettop.actions.base import ActionError, Change, Result
 from nettop.actions.journal import problem_line
+from nettop.actions.workflow import IRQBALANCE_ASK, Outcome, parse_line, run_line
 from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
-from nettop.actions.irq import nr_cpu_ids
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
-from nettop.collectors.host_config import IrqbalanceCache
-from nettop.kernel.sysroot import LIVE
 from nettop.model.timeline import Event
+from nettop.tui.drawing import DrawingMixin
 
 if TYPE_CHECKING:
     from nettop.actions.tuner import Tuner
     from nettop.tui.model import QueueRow
-
-def irqbalance_running(cache: IrqbalanceCache) -> bool:
-    """Whether irqbalance runs now (asked once per IRQ change, off the UI thread). The
-    same cache then answers `find_conflicts`, so /proc is scanned once per change."""
-    return cache.running(LIVE)
-
+    from nettop.tui.screens import Prompt
 
 BEFORE_AFTER_S = 30.0  # seconds compared on each side of a change in the live view
 
 
 def parse_set(text: str) -> list[Change]:
-    """The Changes of one `set ...` line ("set" may be left out); ActionError otherwise."""
-    words = shlex.split(text)
-    if words and words[0] == "nettop":
-        words = words[1:]
-    if words and words[0] == "set":
-        words = words[1:]
-    if not words:
-        raise ActionError("type what to set, e.g. `rps eth0 0 0-3` or `txqueuelen eth0 5000`")
-    return build_changes(set_line_parser().parse_args(["set", *words]))
+    """The Changes of one `set ...` line ("set" may be left out); ActionError otherwise.
+    The prompts check a line with it; applying goes through `workflow.run_line`."""
+    return parse_line(text)
 
 
-def wants_ban(text: str) -> bool:
-    """Whether a `set` line asks to ban its moved IRQs from irqbalance (`--ban`)."""
-    try:
-        return "--ban" in shlex.split(text)
-    except ValueError:
-        return False
+def mask_bits(mask: str | None) -> int | None:
+    """The width of a mask as the kernel prints it (sized by nr_cpu_ids): a new mask
+    written the same width, without reading sysfs on the UI thread."""
+    digits = sum(1 for c in mask or "" if c != ",")
+    return 4 * digits or None
 
 
 def cpus_of_mask(mask: str | None) -> set[int]:
@@ -138,8 +125,9 @@ class MaskEditor(ModalScreen["str | None"]):
         super().__init__(id="mask-editor")
         self.what, self.ifname, self.queue = what, ifname, queue
         self.cpus = list(cpus)
-        # masks as sysfs prints them (32-bit comma groups), sized by the kernel's CPU ids
-        self.ncpus = max(ncpus or nr_cpu_ids(), max(self.cpus, default=0) + 1)
+        # masks as sysfs prints them (32-bit comma groups), sized like the queue's own mask
+        # (the kernel's CPU ids); without one, by the online CPUs the snapshot lists
+        self.ncpus = max(ncpus or 0, max(self.cpus, default=0) + 1)
         self.chosen = set(chosen) & set(self.cpus)
         self.cursor = 0
         self.all_queues = False
@@ -306,6 +294,16 @@ def before_after_rows(points: Sequence[Any], t_wall: float, window_s: float) -> 
     return rows, note
 
 
+class Tuned(Message):
+    """A `set` line's Outcome, posted by the tuning worker; the UI asks or shows it."""
+
+    def __init__(self, text: str, outcome: Outcome, warnings: list[str]) -> None:
+        super().__init__()
+        self.text = text
+        self.outcome = outcome
+        self.warnings = warnings  # the journal's skipped lines, said once
+
+
 TUNING_BINDINGS = [
     Binding("a", "tune('affinity')", "affinity", show=False,
             tooltip="move the selected queue's IRQ to a CPU list or mask (shows requested and effective)"),
@@ -329,13 +327,17 @@ TUNING_BINDINGS = [
 TUNING_ACTIONS = frozenset({"tune", "mask_editor", "undo", "redo", "journal", "before_after"})
 
 
-class TuningMixin:
-    """The app's tuning keys. Needs from the app: `tuner`, `source`, `latest`,
-    `replaying`, `selected_queue()`, `notify`, `push_screen`, `call_from_thread`."""
+class TuningMixin(DrawingMixin):
+    """The app's tuning keys: they ask (prompt, mask editor, confirm screen) and show; the
+    change itself is `nettop.actions.workflow.run_line` on a worker, which posts back the
+    Outcome. Needs from the app: `tuner` (or makes one) and the drawing state."""
 
     tuner: Tuner | None
-    replaying: bool
     _journal_said: tuple[str, ...] = ()  # the skipped journal lines already warned about
+
+    def experiment_disabled(self) -> str | None:
+        """Why a running experiment refuses hand-made changes; ExperimentMixin says when."""
+        return None
 
     def _journal_skipped(self, tuner: Tuner) -> str | None:
         """The journal's unreadable lines (torn by a crash, edited by hand) as the CLI's one
@@ -357,7 +359,7 @@ class TuningMixin:
     def tuning_disabled(self) -> str | None:
         if self.replaying:
             return "replay: tuning is disabled (this is a recording)"
-        running = self.experiment_disabled()  # type: ignore[attr-defined]
+        running = self.experiment_disabled()
         if running:
             return running
         tuner = self.get_tuner()
@@ -365,7 +367,7 @@ class TuningMixin:
             return "tuning is not available here"
         if tuner.read_only:
             return tuner.read_only
-        if self.source.mode != "live":  # type: ignore[attr-defined]
+        if self.source.mode != "live":
             return "this view reads a captured /proc + /sys tree, not this kernel: nothing to tune here"
         return None
 
@@ -379,17 +381,17 @@ class TuningMixin:
         return self.tuner
 
     def _tuning_event(self, event: Event) -> None:
-        self.source.timeline.add_event(event)  # type: ignore[attr-defined]
+        self.source.timeline.add_event(event)
 
     def _refuse(self) -> bool:
         why = self.tuning_disabled()
         if why:
-            self.notify(why, severity="warning", timeout=6)  # type: ignore[attr-defined]
+            self.notify(why, severity="warning", timeout=6)
             return True
         return False
 
     def _online(self) -> list[int]:
-        latest = self.latest  # type: ignore[attr-defined]
+        latest = self.latest
         return list(latest.snapshot.online_cpus) if latest is not None else []
 
     def action_tune(self, action: str) -> None:
@@ -397,29 +399,23 @@ class TuningMixin:
             return
         from nettop.tui.screens import Prompt
 
-        row = self.selected_queue()  # type: ignore[attr-defined]
+        row = self.selected_queue()
         text = default_command(action, row, self._online())
         hint = {"qdisc": "pfifo_fast fq_codel fq cake pfifo bfifo tbf mq; e.g. tbf rate=1gbit burst=32k"}
         if action == "coalesce" and row is not None:
             hint["coalesce"] = f"reading what {row.ifname}'s driver offers…"
         title = f"nettop set … ({hint[action]})" if hint.get(action) else "nettop set …"
-
-        def check(answer: str) -> str | None:
-            try:
-                parse_set(answer)
-            except ActionError as exc:
-                return str(exc)
-            except ValueError as exc:
-                return f"cannot read that line: {exc}"
-            return None
-
-        prompt = Prompt(title, text, "e.g. rps eth0 0 0-3", check=check, id="tune-prompt")
-        self.push_screen(prompt, callback=lambda answer: answer and self.run_tuning(answer))  # type: ignore[attr-defined]
+        prompt = Prompt(title, text, "e.g. rps eth0 0 0-3", check=check_line, id="tune-prompt")
+        self.push_screen(prompt, callback=self._tune_answer)
         if action == "coalesce" and row is not None:
             self._coalesce_hint(prompt, row.ifname)
 
+    def _tune_answer(self, answer: str | None) -> None:
+        if answer:
+            self.run_tuning(answer)
+
     @work(thread=True, group="hint", exit_on_error=False)
-    def _coalesce_hint(self, prompt: Any, ifname: str) -> None:
+    def _coalesce_hint(self, prompt: Prompt, ifname: str) -> None:
         """Fill the prompt's title with the driver's coalescing, read over ethtool netlink
         on a worker: a driver holding the RTNL lock must not freeze the screen."""
         from nettop.actions.ethtool import offered
@@ -430,66 +426,60 @@ class TuningMixin:
                                      for k, v in cur.items())
         except ActionError as exc:
             hint = str(exc)
-        self.call_from_thread(prompt.set_title, f"nettop set … ({hint})")  # type: ignore[attr-defined]
+        self.call_from_thread(prompt.set_title, f"nettop set … ({hint})")
 
     def action_mask_editor(self) -> None:
         if self._refuse():
             return
-        row = self.selected_queue()  # type: ignore[attr-defined]
+        row = self.selected_queue()
         if row is None:
-            self.notify("select a queue in the queues panel first (1, then ↑↓)", timeout=5)  # type: ignore[attr-defined]
+            self.notify("select a queue in the queues panel first (1, then ↑↓)", timeout=5)
             return
         what = "xps" if row.kind == "tx" else "rps"
         current = row.xps if what == "xps" else row.rps
-        self.push_screen(MaskEditor(what, row.ifname, row.index, self._online(), cpus_of_mask(current)),  # type: ignore[attr-defined]
-                         callback=lambda answer: answer and self.run_tuning(answer))
+        self.push_screen(MaskEditor(what, row.ifname, row.index, self._online(), cpus_of_mask(current),
+                                    mask_bits(row.rps or row.xps)),
+                         callback=self._tune_answer)
 
     @work(thread=True, group="tuning", exit_on_error=False)
     def run_tuning(self, text: str, confirmed: bool = False, ban: bool = False) -> None:
-        """Plan and apply one command on a worker thread; results come back as notices."""
+        """One `set` line through the workflow on a worker thread; the Outcome comes back
+        to the UI thread, which asks (confirm screen) or shows (notices)."""
         tuner = self.get_tuner()
-        assert tuner is not None
-        ban = ban or wants_ban(text)
-        try:
-            plans = tuner.plan(parse_set(text))
-            irqs = [p.setting.irq for p in plans if p.setting.kind == "irq_affinity"]  # type: ignore[attr-defined]
-            balance = IrqbalanceCache()
-            balancing = bool(irqs) and irqbalance_running(balance)
-            if not confirmed and (any(p.confirm for p in plans) or (balancing and not ban)):
-                self.call_from_thread(self._ask, text, plans, balancing)  # type: ignore[attr-defined]
-                return
-            results = tuner.apply(plans, confirmed=True)
-        except ActionError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
-            return
-        warnings = self._journal_warning(tuner)
-        banned = False
-        if ban and irqs:
-            try:
-                path = ban_irqs(irqs)
-                banned = True
-                warnings.append(f"irqbalance will leave IRQ {', '.join(map(str, irqs))} alone (banned through {path})")
-            except ActionError as exc:  # the change is made and journaled all the same
-                warnings.append(str(exc))
-        warnings += [c.message for c in find_conflicts({p.setting.kind for p in plans}, irqbalance=balance)
-                     if not (banned and c.what == "irqbalance")]
-        self.call_from_thread(self._applied, results, warnings)  # type: ignore[attr-defined]
+        assert tuner is not None  # the keys are refused without one
+        outcome = run_line(tuner, text, confirmed=confirmed, ban=ban, ask=True)
+        self.post_message(Tuned(text, outcome, self._journal_warning(tuner) if outcome.results else []))
 
-    def _ask(self, text: str, plans: list[Plan], balancing: bool = False) -> None:
-        lines = [f"set {p.text}" for p in plans] + [f"⚠ {p.confirm}" for p in plans if p.confirm]
-        if balancing:
-            lines.append("⚠ irqbalance is running and will move these IRQs back within seconds")
-        self.push_screen(ConfirmScreen(lines, allow_ban=balancing),  # type: ignore[attr-defined]
-                         callback=lambda answer: answer and self.run_tuning(text, confirmed=True,
-                                                                            ban=answer == "ban"))
+    def on_tuned(self, message: Tuned) -> None:
+        """The worker's Outcome on the UI thread (found by name: a mixin is not a
+        MessagePump, so `@on` would not register here)."""
+        text, outcome, warnings = message.text, message.outcome, message.warnings
+        if outcome.error is not None:
+            self.notify(outcome.error, severity="error", timeout=10)
+        elif outcome.pending:
+            self._ask(text, outcome)
+        else:
+            ban = outcome.ban_line()
+            self._applied(list(outcome.results), warnings + ([ban] if ban else []) + list(outcome.warnings))
+
+    def _ask(self, text: str, outcome: Outcome) -> None:
+        lines = outcome.plan_lines() + [f"⚠ {p.confirm}" for p in outcome.plans if p.confirm]
+        if outcome.may_ban:
+            lines.append(f"⚠ {IRQBALANCE_ASK}")
+
+        def answered(answer: str | None) -> None:
+            if answer:
+                self.run_tuning(text, confirmed=True, ban=answer == "ban")
+
+        self.push_screen(ConfirmScreen(lines, allow_ban=outcome.may_ban), callback=answered)
 
     def _applied(self, results: list[Result], warnings: list[str]) -> None:
         for r in results:
             ok = r.verified and not r.error
-            self.notify(r.line(), severity="information" if ok else "warning", timeout=8)  # type: ignore[attr-defined]
+            self.notify(r.line(), severity="information" if ok else "warning", timeout=8)
         for w in warnings:
-            self.notify(w, severity="warning", timeout=10)  # type: ignore[attr-defined]
-        self.redraw()  # type: ignore[attr-defined]
+            self.notify(w, severity="warning", timeout=10)
+        self.redraw()
 
     def action_undo(self) -> None:
         if not self._refuse():
@@ -506,11 +496,11 @@ class TuningMixin:
         try:
             results = tuner.undo() if which == "undo" else tuner.redo()
         except ActionError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
             return
-        self.call_from_thread(self._applied, results, self._journal_warning(tuner))  # type: ignore[attr-defined]
+        self.call_from_thread(self._applied, results, self._journal_warning(tuner))
         if not results:
-            self.call_from_thread(self.notify, f"nothing to {which}", timeout=4)  # type: ignore[attr-defined]
+            self.call_from_thread(self.notify, f"nothing to {which}", timeout=4)
 
     def _revert_unless_refused(self) -> None:
         """The journal screen's "revert all": nothing in replay or read-only mode."""
@@ -524,13 +514,13 @@ class TuningMixin:
         try:
             results = tuner.revert_all()
         except ActionError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)  # type: ignore[attr-defined]
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
             return
-        self.call_from_thread(self._applied, results,  # type: ignore[attr-defined]
+        self.call_from_thread(self._applied, results,
                               self._journal_warning(tuner) + [f"skipped: {s}" for s in tuner.skipped])
 
     def _tuning_events(self) -> list[Event]:
-        return [e for e in self.source.timeline.events() if e.kind == "tuning"]  # type: ignore[attr-defined]
+        return [e for e in self.source.timeline.events() if e.kind == "tuning"]
 
     def action_journal(self) -> None:
         self._open_journal(self.replaying)
@@ -551,19 +541,30 @@ class TuningMixin:
             skipped = self._journal_skipped(tuner)
         screen = JournalScreen(events, self._show_before_after,
                                self._revert_unless_refused, drift, skipped)
-        self.call_from_thread(self.push_screen, screen)  # type: ignore[attr-defined]
+        self.call_from_thread(self.push_screen, screen)
 
     def action_before_after(self) -> None:
         events = self._tuning_events()
         if not events:
-            self.notify("no tuning change on the timeline yet", timeout=4)  # type: ignore[attr-defined]
+            self.notify("no tuning change on the timeline yet", timeout=4)
             return
         self._show_before_after(events[-1].t_wall, events[-1].text)
 
     def _show_before_after(self, t_wall: float, text: str) -> None:
-        rows, note = before_after_rows(self.source.timeline.points(), t_wall, BEFORE_AFTER_S)  # type: ignore[attr-defined]
-        self.push_screen(BeforeAfterScreen(text, rows, note))  # type: ignore[attr-defined]
+        rows, note = before_after_rows(self.source.timeline.points(), t_wall, BEFORE_AFTER_S)
+        self.push_screen(BeforeAfterScreen(text, rows, note))
+
+
+def check_line(answer: str) -> str | None:
+    """A prompt's check of a `set` line: None when it parses, else the one line why not."""
+    try:
+        parse_set(answer)
+    except ActionError as exc:
+        return str(exc)
+    except ValueError as exc:
+        return f"cannot read that line: {exc}"
+    return None
 
 
 __all__ = ["BeforeAfterScreen", "ConfirmScreen", "JournalScreen", "MaskEditor", "TUNING_ACTIONS", "TUNING_BINDINGS",
-           "TuningMixin", "before_after_rows", "default_command", "parse_set"]
+           "Tuned", "TuningMixin", "before_after_rows", "check_line", "default_command", "mask_bits", "parse_set"]
