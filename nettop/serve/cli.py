@@ -17,10 +17,11 @@ def add_subcommands(sub: Any, interval_type: Any, root_type: Any, latency_type: 
                    help="allow a non-loopback --listen address (/metrics names interfaces, IRQs, ping targets)")
     s.add_argument("--per-cpu-irqs", action="store_true",
                    help="also export each queue IRQ's count per CPU (CPUs x IRQs series)")
-    s.add_argument("-i", "--interval", type=interval_type, default=None, dest="serve_interval",
+    s.add_argument("-i", "--interval", type=interval_type, default=None, dest="serve_interval", metavar="SECONDS",
                    help="seconds between samples (default 1)")
-    s.add_argument("--root", type=root_type, default=None, dest="serve_root", help="serve a captured /proc + /sys tree")
-    s.add_argument("--iface", action="append", default=None, dest="serve_iface", metavar="IFACE")
+    s.add_argument("--root", type=root_type, default=None, dest="serve_root", metavar="DIR", help="serve a captured /proc + /sys tree")
+    s.add_argument("--iface", action="append", default=None, dest="serve_iface", metavar="IFACE",
+                   help="only these interfaces (repeatable)")
     s.add_argument("--latency-target", type=latency_type, default=None, dest="serve_latency_target", metavar="MS",
                    help="the RTT this host must keep (ms): the doctor's latency rules then apply to the findings gauge")
     s.add_argument("--ebpf", action="store_true", dest="serve_ebpf",
