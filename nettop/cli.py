@@ -62,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cli.add_subcommands(sub, _interval, _root, _latency_target)
     _ping_args(sub.choices["serve"], prefix="serve_")
     _record_args(p, sub)
-    from nettop import manpage
+    from nettop import manpage, units
     manpage.add_subcommands(sub)
+    units.add_subcommands(sub)
     return p
 
 
@@ -252,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "man":
             from nettop.manpage import run as run_man
             return run_man(args, parser)
+        if args.command == "install-service":
+            from nettop.units import run as run_install_service
+            return run_install_service(args, parser)
         if args.command in ("set", "undo", "redo", "journal", "restore", "revert"):
             from nettop.actions.cli_set import run as run_tuning
             return run_tuning(args)

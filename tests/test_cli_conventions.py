@@ -15,7 +15,7 @@ import pytest
 
 from nettop import __version__
 from nettop.cli import build_parser
-from nettop.manpage import commands, render
+from nettop.manpage import commands, escape, render
 
 ROOT = Path(__file__).parent.parent
 NETTOP = str(Path(sys.executable).with_name("nettop"))
@@ -84,7 +84,7 @@ def test_the_man_page_names_every_command_and_option():
         for opt in a.option_strings:
             assert "\\-" + opt.lstrip("-").replace("-", "\\-") in page, (path, opt)
     for name in commands(build_parser()):
-        assert f'.SS "nettop {name}' in page or f".SS nettop {name}" in page, name
+        assert f'.SS "{escape("nettop " + name)}"\n' in page, name
     assert page.startswith(".TH NETTOP 1 ")
     assert __version__ in page.splitlines()[0]
 
