@@ -197,6 +197,7 @@ BAD = [
     ("http_server_config:\n  headers:\n    Server: nginx\n", "not one of"),
     ("http_server_config:\n  http2: maybe\n", "true or false"),
     ("rate_limit:\n  interval: 1s\n  burst: 20\n", "rate_limit is not supported"),
+    ("rate_limit: 5\n", "must be a mapping"),
     ("\x00\x01", "YAML error"),
 ]
 
@@ -259,3 +260,52 @@ def test_the_gate_checks_bcrypt_passwords_and_remembers_the_answer(tmp_path):
                 "Basic " + base64.b64encode(b"\xff:\xfe").decode()):
         assert not gate.allows(bad), bad
     assert Gate(load(web_config(tmp_path / ".", None, tls=False))).allows(None)  # no users: no password
+
+
+def test_the_example_in_docs_fleet_md_loads(tmp_path):
+    """The web.yml shown to users is a working one (with certificate files beside it)."""
+    doc = (Path(__file__).parent.parent / "docs" / "fleet.md").read_text()
+    block = doc.split("    # /etc/nettop/web.yml\n", 1)[1].split("\n\n", 1)[0]
+    make_cert(tmp_path)
+    (tmp_path / "web.yml").write_text("\n".join(line[4:] for line in block.splitlines()) + "\n")
+    cfg = load(tmp_path / "web.yml")
+    assert cfg.tls is not None and set(cfg.users) == {"prometheus"} and cfg.headers == {"X-Content-Type-Options": "nosniff"}
+    assert bcrypt.checkpw(b"change me", cfg.users["prometheus"])
+
+
+def test_a_disabled_rate_limit_and_http2_are_accepted(tmp_path):
+    (tmp_path / "web.yml").write_text("rate_limit:\n  interval: 0\n  burst: 20\nhttp_server_config:\n  http2: false\n")
+    cfg = load(tmp_path / "web.yml")
+    assert cfg.tls is None and cfg.users == {}
+
+
+def test_mutual_tls_lets_in_a_client_certificate_signed_by_the_ca_only(tmp_path):
+    client_crt, client_key = make_cert(tmp_path, "client")
+    make_cert(tmp_path)
+    (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                                      "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: client.crt\n")
+    port = free_port()
+    serve = subprocess.Popen([NETTOP, "serve", "--listen", f"127.0.0.1:{port}", "--iface", "lo",
+                              "--web.config.file", str(tmp_path / "web.yml")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ctx = ssl.create_default_context(cafile=str(tmp_path / "server.crt"))
+        ctx.load_cert_chain(str(client_crt), str(client_key))
+        deadline, code = time.monotonic() + 30, 0
+        while time.monotonic() < deadline and code != 200:
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", timeout=5, context=ctx) as r:
+                    code = r.status
+            except OSError:
+                time.sleep(0.2)
+        assert code == 200
+        other_crt, other_key = make_cert(tmp_path, "stranger")
+        for cert in (None, (other_crt, other_key)):
+            bare = ssl.create_default_context(cafile=str(tmp_path / "server.crt"))
+            if cert:
+                bare.load_cert_chain(str(cert[0]), str(cert[1]))
+            with pytest.raises((ssl.SSLError, OSError)):
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", timeout=5, context=bare) as r:
+                    r.read()
+    finally:
+        stop(serve)

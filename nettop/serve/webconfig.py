@@ -215,9 +215,10 @@ def load(path: str | Path) -> WebConfig:
         raise WebConfigError(f"{p}: YAML error{where}: {problem}") from None
     top = _mapping(doc, "the file", p)
     _unknown(top, {"tls_server_config", "http_server_config", "basic_auth_users", "rate_limit"}, "", p)
-    if top.get("rate_limit"):
+    limit = _mapping(top.get("rate_limit"), "rate_limit", p)
+    if str(limit.get("interval", 0)).strip() not in ("0", "0s", ""):
         raise WebConfigError(f"{p}: rate_limit is not supported by nettop serve (a scrape costs one cached "
-                             "render); remove it")
+                             "render); remove it or set its interval to 0")
     http = _mapping(top.get("http_server_config"), "http_server_config", p)
     _unknown(http, {"http2", "headers"}, "http_server_config.", p)
     if not isinstance(http.get("http2", True), bool):
