@@ -202,6 +202,15 @@ BAD = [
 ]
 
 
+def test_an_encrypted_key_is_refused_not_prompted_for(tmp_path):
+    crt, key = make_cert(tmp_path)
+    subprocess.run(["openssl", "pkey", "-in", str(key), "-aes256", "-passout", "pass:x", "-out", str(tmp_path / "enc.key")],
+                   check=True, capture_output=True, timeout=60)
+    (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: server.crt\n  key_file: enc.key\n")
+    with pytest.raises(WebConfigError, match="encrypted"):
+        load(tmp_path / "web.yml")
+
+
 @pytest.mark.parametrize("text, words", BAD)
 def test_bad_web_configs_are_one_line(tmp_path, text, words):
     make_cert(tmp_path)

@@ -148,6 +148,13 @@ def _why(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _encrypted(path: Path) -> Any:
+    """ssl's callback for an encrypted key: refuse, rather than prompt on the terminal at start."""
+    def refuse() -> bytes:
+        raise WebConfigError(f"{path}: the TLS key is encrypted; give an unencrypted key (readable by root only)")
+    return refuse
+
+
 def _load_pair(ctx: ssl.SSLContext, cert_file: Path | None, cert: str, key_file: Path | None, key: str,
                path: Path) -> None:
     """ssl loads a key pair from files only: inline PEM goes through a private temporary directory."""
@@ -164,7 +171,7 @@ def _load_pair(ctx: ssl.SSLContext, cert_file: Path | None, cert: str, key_file:
             with os.fdopen(fd, "w") as out:
                 out.write(key)
         try:
-            ctx.load_cert_chain(str(cert_file), str(key_file))
+            ctx.load_cert_chain(str(cert_file), str(key_file), password=_encrypted(path))
         except (OSError, ssl.SSLError) as exc:
             raise WebConfigError(f"{path}: the certificate and key do not load as a PEM pair: {_why(exc)}") from None
 
