@@ -12,8 +12,10 @@ shift || true
 debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils-ping procps)
 # the tests start a real Prometheus server against `nettop serve` (tests/test_serve_prometheus.py)
 # and apply `nettop persist --format udev` .link files with udevadm (tests/test_fleet_lab.py)
-# and render the man page with man-db (tests/test_cli_conventions.py)
-if [ "$mode" = test ]; then debs+=(prometheus udev man-db); fi
+# and render the man page with man-db (tests/test_cli_conventions.py); the units are checked
+# with systemd-analyze, setpriv and strace, serve's TLS with a certificate from openssl
+# (tests/test_units.py, tests/test_serve_webconfig.py)
+if [ "$mode" = test ]; then debs+=(prometheus udev man-db systemd util-linux strace openssl); fi
 if [ "$(id -u)" = 0 ]; then
   debs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
   missing=()

@@ -5,7 +5,8 @@ unit as `nettop install-service --dry-run` renders it (its ExecStart pointing at
 venv's real nettop, its Documentation= at the man page setup.sh installed), and
 `systemd-analyze security --offline` scores its hardening. What the sandbox lets nettop
 read is checked for real: nettop runs under setpriv with exactly the unit's
-CapabilityBoundingSet and NoNewPrivileges, and must see what it sees as plain root.
+CapabilityBoundingSet, NoNewPrivileges and MemoryDenyWriteExecute (as PR_SET_MDWE), and
+must see what it sees as plain root.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from nettop.cli import build_parser
 from nettop.units import UNITS, UnitError, quote, render
+from test_serve_prometheus import free_port
 
 NETTOP = str(Path(sys.executable).with_name("nettop"))
 # man-db finds the venv's nettop(1) from its bin/ on PATH, for Documentation=man:nettop(1)
@@ -86,6 +89,21 @@ def test_the_units_hardening_scores_ok_in_systemd_analyze_security(tmp_path, whi
     assert not [line for line in lines if line.startswith(("PrivateNetwork=", "ProcSubset=", "PrivateUsers="))]
 
 
+# MemoryDenyWriteExecute=yes, as the kernel's own PR_SET_MDWE (6.3+; kept across exec):
+# then exec the rest of argv
+MDWE = ("import ctypes, os, sys\n"
+        "assert ctypes.CDLL(None, use_errno=True).prctl(65, 1, 0, 0, 0) == 0, 'PR_SET_MDWE refused'\n"
+        "os.execv(sys.argv[1], sys.argv[1:])\n")
+
+
+def sandbox(unit: str) -> list[str]:
+    """The unit's CapabilityBoundingSet, NoNewPrivileges and MemoryDenyWriteExecute, for argv after it."""
+    argv = ["setpriv", "--bounding-set", caps_of(unit), "--inh-caps", "-all", "--no-new-privs", "--"]
+    if setting(unit, "MemoryDenyWriteExecute") == "yes":
+        argv += [sys.executable, "-c", MDWE]
+    return argv
+
+
 def caps_of(unit: str) -> str:
     """setpriv's --bounding-set spelling of the unit's CapabilityBoundingSet."""
     caps = setting(unit, "CapabilityBoundingSet").split()
@@ -112,12 +130,12 @@ def snapshot(prefix: list[str]) -> dict:
 @pytest.mark.parametrize("which", sorted(UNITS))
 def test_with_the_units_capabilities_nettop_reads_all_it_reads_as_root(which):
     """eth0 (virtio) and lo are only read. Without any capability the ICMP probe fails,
-    so the comparison can fail; with the unit's bounding set nothing is missing."""
+    so the comparison can fail; with the unit's bounding set (and no W+X memory) nothing
+    is missing."""
     if os.geteuid() != 0:
         pytest.skip("needs root, as the unit runs")
     unit = dry_run(which)
-    sandbox = ["setpriv", "--bounding-set", caps_of(unit), "--inh-caps", "-all", "--no-new-privs", "--"]
-    full, boxed = snapshot([]), snapshot(sandbox)
+    full, boxed = snapshot([]), snapshot(sandbox(unit))
     assert boxed["problems"] == full["problems"] == []
     assert shape(boxed) == shape(full), sorted(shape(boxed) ^ shape(full))
     assert boxed["latency"]["127.0.0.1"]["rtt_p50_ms"] is not None
@@ -125,13 +143,19 @@ def test_with_the_units_capabilities_nettop_reads_all_it_reads_as_root(which):
     assert ".latency.127.0.0.1.rtt_p50_ms" in shape(full) - shape(bare) and any("ICMP" in p for p in bare["problems"])
 
 
+def test_the_sandbox_really_refuses_writable_executable_memory():
+    p = subprocess.run(sandbox(dry_run("serve")) + [sys.executable, "-c",
+                       "import mmap; mmap.mmap(-1, 4096, prot=mmap.PROT_WRITE | mmap.PROT_EXEC)"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
+
+
 def test_the_recorder_records_under_the_units_capabilities(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root, as the unit runs")
     unit = dry_run("record")
     out = tmp_path / "rec.ntr"
-    p = subprocess.run(["setpriv", "--bounding-set", caps_of(unit), "--inh-caps", "-all", "--no-new-privs", "--",
-                        NETTOP, "record", "-o", str(out), "-i", "0.2", "--duration", "2s", "--ping", "127.0.0.1"],
+    p = subprocess.run(sandbox(unit) + [NETTOP, "record", "-o", str(out), "-i", "0.2", "--duration", "2s", "--ping", "127.0.0.1"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     exp = subprocess.run([NETTOP, "export", str(out), "--format", "json"], capture_output=True, text=True, timeout=120)
@@ -181,3 +205,67 @@ def test_quoting_and_paths_systemd_cannot_use():
     with pytest.raises(UnitError):
         render("record", "bin/nettop")
     assert "@" not in render("serve", "/usr/bin/nettop").text.split("[Service]")[1].split("\n#")[0]
+
+
+def syscall_set(group: str, seen: set[str] | None = None) -> set[str]:
+    """The system calls a SystemCallFilter= group allows, nested groups expanded, as systemd lists them."""
+    seen = set() if seen is None else seen
+    out = subprocess.run(["systemd-analyze", "syscall-filter", group], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    names: set[str] = set()
+    for line in out.stdout.splitlines()[1:]:
+        word = line.strip()
+        if word.startswith("@") and word not in seen:
+            seen.add(word)
+            names |= syscall_set(word, seen)
+        elif word and not word.startswith(("#", "@")):
+            names.add(word)
+    return names
+
+
+def traced(tmp_path: Path, argv: list[str], during: object = None, ok: tuple[int, ...] = (0,)) -> set[str]:
+    """The system calls `argv` (and its threads) made, from strace's summary."""
+    if shutil.which("strace") is None:
+        pytest.fail("strace is missing: ./setup.sh test installs it")
+    out = tmp_path / "strace.txt"
+    proc = subprocess.Popen(["strace", "-f", "-qq", "-c", "-U", "name", "-o", str(out), "--", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if callable(during):
+        during()
+    assert proc.wait(120) in ok, proc.stderr.read() if proc.stderr else ""
+    names = {line.strip() for line in out.read_text().splitlines()}
+    return {n for n in names if re.fullmatch(r"[a-z0-9_]+", n)} - {"syscall", "total"}
+
+
+def test_nettop_calls_only_what_the_units_system_call_filter_allows(tmp_path):
+    """SystemCallFilter=@system-service answers anything else with EPERM: snapshot with an
+    ICMP probe, record, and serve answering an HTTPS scrape with a password stay inside it."""
+    from test_serve_webconfig import PASSWORD, fetch, hashed, wait_https, web_config
+
+    unit = dry_run("serve")
+    allowed: set[str] = set()
+    for group in setting(unit, "SystemCallFilter").split():
+        allowed |= syscall_set(group) if group.startswith("@") else {group}
+    assert setting(dry_run("record"), "SystemCallFilter") == setting(unit, "SystemCallFilter")
+    used = traced(tmp_path, [NETTOP, "snapshot", "--json", "-i", "0.5", "--iface", "eth0", "--iface", "lo",
+                             "--ping", "127.0.0.1"])
+    used |= traced(tmp_path, [NETTOP, "record", "-o", str(tmp_path / "r.ntr"), "-i", "0.2", "--duration", "1s",
+                              "--ping", "127.0.0.1"])
+    web = web_config(tmp_path, {"prometheus": hashed(PASSWORD, 4)})
+    port = free_port()
+
+    def scrape() -> None:
+        url = f"https://127.0.0.1:{port}/metrics"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if fetch(url, tmp_path / "server.crt", ("prometheus", PASSWORD))[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError("no scrape answered")
+
+    used |= traced(tmp_path, ["timeout", "-s", "TERM", "8", NETTOP, "serve", "--listen", f"127.0.0.1:{port}",
+                              "--iface", "lo", "--web.config.file", str(web)], scrape, ok=(124,))  # timeout's "timed out"
+    assert len(used) > 40 and {"socket", "sendto", "recvfrom"} <= used, sorted(used)
+    assert not used - allowed, f"outside {setting(unit, 'SystemCallFilter')}: {sorted(used - allowed)}"
