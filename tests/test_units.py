@@ -223,23 +223,25 @@ def syscall_set(group: str, seen: set[str] | None = None) -> set[str]:
     return names
 
 
-def traced(tmp_path: Path, argv: list[str], during: object = None, ok: tuple[int, ...] = (0,)) -> set[str]:
-    """The system calls `argv` (and its threads) made, from strace's summary."""
+def traced(tmp_path: Path, argv: list[str], during: object = None, ok: tuple[int, ...] = (0,)) -> tuple[set[str], set[str]]:
+    """The system calls `argv` (and its threads and children) made, and the socket families it opened."""
     if shutil.which("strace") is None:
         pytest.fail("strace is missing: ./setup.sh test installs it")
     out = tmp_path / "strace.txt"
-    proc = subprocess.Popen(["strace", "-f", "-qq", "-c", "-U", "name", "-o", str(out), "--", *argv],
+    proc = subprocess.Popen(["strace", "-f", "-qq", "-o", str(out), "--", *argv],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if callable(during):
         during()
     assert proc.wait(120) in ok, proc.stderr.read() if proc.stderr else ""
-    names = {line.strip() for line in out.read_text().splitlines()}
-    return {n for n in names if re.fullmatch(r"[a-z0-9_]+", n)} - {"syscall", "total"}
+    text = out.read_text()
+    return (set(re.findall(r"^\d+\s+([a-z0-9_]+)\(", text, re.M)),
+            set(re.findall(r"^\d+\s+socket\((AF_[A-Z0-9]+)", text, re.M)))
 
 
-def test_nettop_calls_only_what_the_units_system_call_filter_allows(tmp_path):
-    """SystemCallFilter=@system-service answers anything else with EPERM: snapshot with an
-    ICMP probe, record, and serve answering an HTTPS scrape with a password stay inside it."""
+def test_nettop_calls_only_what_the_units_system_call_filter_and_address_families_allow(tmp_path):
+    """SystemCallFilter=@system-service answers anything else with EPERM, and
+    RestrictAddressFamilies refuses other sockets: snapshot with an ICMP probe, record,
+    and serve answering an HTTPS scrape with a password stay inside both."""
     from test_serve_webconfig import PASSWORD, fetch, hashed, wait_https, web_config
 
     unit = dry_run("serve")
@@ -247,10 +249,11 @@ def test_nettop_calls_only_what_the_units_system_call_filter_allows(tmp_path):
     for group in setting(unit, "SystemCallFilter").split():
         allowed |= syscall_set(group) if group.startswith("@") else {group}
     assert setting(dry_run("record"), "SystemCallFilter") == setting(unit, "SystemCallFilter")
-    used = traced(tmp_path, [NETTOP, "snapshot", "--json", "-i", "0.5", "--iface", "eth0", "--iface", "lo",
+    used, families = traced(tmp_path, [NETTOP, "snapshot", "--json", "-i", "0.5", "--iface", "eth0", "--iface", "lo",
                              "--ping", "127.0.0.1"])
-    used |= traced(tmp_path, [NETTOP, "record", "-o", str(tmp_path / "r.ntr"), "-i", "0.2", "--duration", "1s",
-                              "--ping", "127.0.0.1"])
+    more, fams = traced(tmp_path, [NETTOP, "record", "-o", str(tmp_path / "r.ntr"), "-i", "0.2", "--duration", "1s",
+                                   "--ping", "127.0.0.1"])
+    used, families = used | more, families | fams
     web = web_config(tmp_path, {"prometheus": hashed(PASSWORD, 4)})
     port = free_port()
 
@@ -265,7 +268,10 @@ def test_nettop_calls_only_what_the_units_system_call_filter_allows(tmp_path):
                 time.sleep(0.3)
         raise AssertionError("no scrape answered")
 
-    used |= traced(tmp_path, ["timeout", "-s", "TERM", "8", NETTOP, "serve", "--listen", f"127.0.0.1:{port}",
+    more, fams = traced(tmp_path, ["timeout", "-s", "TERM", "8", NETTOP, "serve", "--listen", f"127.0.0.1:{port}",
                               "--iface", "lo", "--web.config.file", str(web)], scrape, ok=(124,))  # timeout's "timed out"
+    used, families = used | more, families | fams
     assert len(used) > 40 and {"socket", "sendto", "recvfrom"} <= used, sorted(used)
     assert not used - allowed, f"outside {setting(unit, 'SystemCallFilter')}: {sorted(used - allowed)}"
+    assert {"AF_NETLINK", "AF_INET"} <= families, families
+    assert families <= set(setting(unit, "RestrictAddressFamilies").split()), families
