@@ -318,3 +318,20 @@ def test_mutual_tls_lets_in_a_client_certificate_signed_by_the_ca_only(tmp_path)
                     r.read()
     finally:
         stop(serve)
+
+
+def test_allow_remote_without_tls_and_a_password_says_so_and_with_them_does_not(tmp_path):
+    web = web_config(tmp_path, {"prometheus": hashed(PASSWORD, 4)})
+    for extra, warned in (([], True), (["--web.config.file", str(web)], False)):
+        port = free_port()
+        p = subprocess.Popen([NETTOP, "serve", "--listen", f"127.0.0.1:{port}", "--allow-remote", "--iface", "lo", *extra],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            assert p.stderr is not None
+            first = p.stderr.readline()
+            if warned:
+                assert "clear text" in first and "--web.config.file" in first, first
+                first = p.stderr.readline()
+            assert first.startswith("nettop: serving " + ("https" if extra else "http") + "://"), first
+        finally:
+            stop(p)
