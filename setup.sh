@@ -12,7 +12,10 @@ shift || true
 debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils-ping procps)
 # the tests start a real Prometheus server against `nettop serve` (tests/test_serve_prometheus.py)
 # and apply `nettop persist --format udev` .link files with udevadm (tests/test_fleet_lab.py)
-if [ "$mode" = test ]; then debs+=(prometheus udev); fi
+# and render the man page with man-db (tests/test_cli_conventions.py); the units are checked
+# with systemd-analyze, setpriv and strace, serve's TLS with a certificate from openssl
+# (tests/test_units.py, tests/test_serve_webconfig.py)
+if [ "$mode" = test ]; then debs+=(prometheus udev man-db systemd util-linux strace openssl); fi
 if [ "$(id -u)" = 0 ]; then
   debs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
   missing=()
@@ -55,6 +58,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e ".[test]"
   touch "$stamp"
 fi
+# nettop(1) is generated from the parser, so it is rewritten on every run: .venv/share/man,
+# which `man nettop` finds while .venv/bin is on PATH
+.venv/bin/nettop man --install
 
 case "$mode" in
   run)  exec .venv/bin/nettop "$@" ;;

@@ -20,6 +20,7 @@ import time
 from typing import NoReturn, Sequence
 
 from nettop.output.argtypes import interval as _interval, latency_target as _latency_target, ping_interval as _ping_interval, root as _root
+from nettop import __version__
 from nettop.kernel.sysroot import SysRoot
 
 
@@ -36,8 +37,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="nettop", description="Live view and tuning of a Linux host's network stack.")
-    p.add_argument("-i", "--interval", type=_interval, default=1.0, help="sampling interval in seconds (0.1-60, default 1)")
-    p.add_argument("--root", type=_root, default=SysRoot("/"), help="read a captured /proc + /sys tree instead of the live kernel")
+    p.add_argument("--version", action="version", version=f"nettop {__version__}", help="print nettop's version and exit")
+    p.add_argument("-i", "--interval", type=_interval, default=1.0, metavar="SECONDS", help="sampling interval in seconds (0.1-60, default 1)")
+    p.add_argument("--root", type=_root, default=SysRoot("/"), metavar="DIR", help="read a captured /proc + /sys tree instead of the live kernel")
     p.add_argument("--iface", action="append", default=None, metavar="IFACE", help="only these interfaces (repeatable)")
     p.add_argument("--revert-on-exit", action="store_true",
                    help="live view: put back every setting nettop changed when it exits (kill -9: `nettop restore`)")
@@ -48,9 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
     s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
-    s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", help="seconds between the two samples (default 1)")
-    s.add_argument("--root", type=_root, default=None, dest="snap_root", help="read a captured /proc + /sys tree")
-    s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE")
+    s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", metavar="SECONDS", help="seconds between the two samples (default 1)")
+    s.add_argument("--root", type=_root, default=None, dest="snap_root", metavar="DIR", help="read a captured /proc + /sys tree")
+    s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE",
+                   help="only these interfaces (repeatable)")
     _ping_args(s, prefix="snap_")
     s.add_argument("--ebpf", action="store_true",
                    help="also run the eBPF tracepoint probes (NAPI, hardirq, softirq, drops; root and bcc)")
@@ -66,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cli.add_subcommands(sub, _interval, _root, _latency_target)
     _ping_args(sub.choices["serve"], prefix="serve_")
     _record_args(p, sub)
+    from nettop import manpage, units
+    manpage.add_subcommands(sub)
+    units.add_subcommands(sub)
     return p
 
 
@@ -89,27 +95,33 @@ def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-un
     """`--record FILE` (headless), `record`, `replay`, `export`, `report`."""
     p.add_argument("--record", metavar="FILE", default=None,
                    help="record to FILE without a screen (see docs/recording-format.md); Ctrl-C stops")
-    p.add_argument("--duration", type=_duration, default=None, help="with --record: stop after this long (90s, 15m, 24h)")
-    p.add_argument("--max-size", type=_size, default=None, help="with --record: stop when the file reaches SIZE (500M, 2G)")
+    p.add_argument("--duration", type=_duration, default=None, metavar="TIME", help="with --record: stop after this long (90s, 15m, 24h)")
+    p.add_argument("--max-size", type=_size, default=None, metavar="SIZE", help="with --record: stop when the file reaches SIZE (500M, 2G)")
     r = sub.add_parser("record", help="record without a screen (same as --record FILE)")
-    r.add_argument("-o", "--output", required=True, metavar="FILE", dest="rec_output")
-    r.add_argument("-i", "--interval", type=_interval, default=None, dest="rec_interval")
-    r.add_argument("--duration", type=_duration, default=None, dest="rec_duration")
-    r.add_argument("--max-size", type=_size, default=None, dest="rec_max_size")
-    r.add_argument("--root", type=_root, default=None, dest="rec_root")
-    r.add_argument("--iface", action="append", default=None, dest="rec_iface", metavar="IFACE")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", dest="rec_output",
+                   help="the recording to write (docs/recording-format.md)")
+    r.add_argument("-i", "--interval", type=_interval, default=None, dest="rec_interval", metavar="SECONDS",
+                   help="sampling interval in seconds (0.1-60, default 1)")
+    r.add_argument("--duration", type=_duration, default=None, dest="rec_duration", metavar="TIME",
+                   help="stop after this long (90s, 15m, 24h; default: until Ctrl-C or SIGTERM)")
+    r.add_argument("--max-size", type=_size, default=None, dest="rec_max_size", metavar="SIZE",
+                   help="stop when the file reaches SIZE (500M, 2G)")
+    r.add_argument("--root", type=_root, default=None, dest="rec_root", metavar="DIR",
+                   help="record a captured /proc + /sys tree instead of the live kernel")
+    r.add_argument("--iface", action="append", default=None, dest="rec_iface", metavar="IFACE",
+                   help="only these interfaces (repeatable)")
     r.add_argument("--latency-target", type=_latency_target, default=None, dest="rec_latency_target", metavar="MS",
                    help="the RTT this host must keep (ms), for the recorded doctor findings")
     _ping_args(r, prefix="rec_")
     rp = sub.add_parser("replay", help="open a recording in the same screens (play/pause, seek, events)")
-    rp.add_argument("file", metavar="FILE")
-    rp.add_argument("--speed", type=float, default=1.0, help="playback speed 1-60 (default 1)")
+    rp.add_argument("file", metavar="FILE", help="a recording from `nettop record`")
+    rp.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed 1-60 (default 1)")
     ex = sub.add_parser("export", help="rates per sample of a recording as CSV or JSON")
-    ex.add_argument("file", metavar="FILE")
-    ex.add_argument("--format", choices=("csv", "json"), default="csv")
+    ex.add_argument("file", metavar="FILE", help="a recording from `nettop record`")
+    ex.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
     ex.add_argument("-o", "--output", default=None, metavar="OUT", help="write here instead of stdout")
     rep = sub.add_parser("report", help="Markdown incident summary of a recording")
-    rep.add_argument("file", metavar="FILE")
+    rep.add_argument("file", metavar="FILE", help="a recording from `nettop record`")
     rep.add_argument("--no-plots", action="store_true", help="leave out the text plots")
 
 
@@ -245,6 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "man":
+            from nettop.manpage import run as run_man
+            return run_man(args, parser)
+        if args.command == "install-service":
+            from nettop.units import run as run_install_service
+            return run_install_service(args, parser)
         if args.command in ("set", "undo", "redo", "journal", "restore", "revert"):
             from nettop.actions.cli_set import run as run_tuning
             return run_tuning(args)

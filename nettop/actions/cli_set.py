@@ -35,10 +35,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _late(p: argparse.ArgumentParser) -> None:
     """The same flags after the setting's arguments (`set irq 30 1 --dry-run`)."""
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
-    p.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS)
-    p.add_argument("-y", "--yes", action="store_true", default=argparse.SUPPRESS)
-    p.add_argument("--ban", action="store_true", default=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
+    p.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS, help="validate and show, change nothing")
+    p.add_argument("-y", "--yes", action="store_true", default=argparse.SUPPRESS,
+                   help="confirm disruptive changes (MTU, qdisc, rings)")
+    p.add_argument("--ban", action="store_true", default=argparse.SUPPRESS, help="also ban moved IRQs from irqbalance")
 
 
 class _QuietParser(argparse.ArgumentParser):
@@ -72,36 +73,37 @@ def add_subcommands(sub: Any) -> None:
     what = s.add_subparsers(dest="what", required=True)
     a = what.add_parser("irq", help="IRQ CPUS | IFACE spread CPUS | IFACE hint | IFACE numa")
     a.add_argument("target", help="an IRQ number, or an interface for spread/hint/numa")
-    a.add_argument("args", nargs="+")
+    a.add_argument("args", nargs="+", metavar="ARG", help="CPUS (a list such as 0-3,8), or spread CPUS, hint, numa")
     for name in ("rps", "xps"):
         a = what.add_parser(name, help=f"IFACE QUEUE|all CPUS ({name}_cpus)")
-        a.add_argument("iface")
-        a.add_argument("queue")
-        a.add_argument("cpus")
+        a.add_argument("iface", metavar="IFACE", help="the interface")
+        a.add_argument("queue", metavar="QUEUE", help=f"the {'rx' if name == 'rps' else 'tx'} queue number, or all")
+        a.add_argument("cpus", metavar="CPUS", help="a CPU list (0-3,8) or a hex mask; 0 or none turns it off")
     a = what.add_parser("rfs", help="IFACE ENTRIES [FLOW_CNT]")
-    a.add_argument("iface")
-    a.add_argument("entries")
-    a.add_argument("flow_cnt", nargs="?")
+    a.add_argument("iface", metavar="IFACE", help="the interface")
+    a.add_argument("entries", metavar="ENTRIES", help="net.core.rps_sock_flow_entries (0 turns RFS off)")
+    a.add_argument("flow_cnt", nargs="?", metavar="FLOW_CNT",
+                   help="rps_flow_cnt of each rx queue (default ENTRIES / the number of queues)")
     for name in ("coalesce", "rings", "channels", "features"):
         a = what.add_parser(name, help="IFACE KEY=VALUE...")
-        a.add_argument("iface")
-        a.add_argument("pairs", nargs="+")
+        a.add_argument("iface", metavar="IFACE", help="the interface")
+        a.add_argument("pairs", nargs="+", metavar="KEY=VALUE", help=f"the {name} settings, named as ethtool names them")
     a = what.add_parser("qdisc", help="IFACE KIND [KEY=VALUE...] (mq, tbf: children=KIND; tbf: child.KEY=VALUE)")
-    a.add_argument("iface")
-    a.add_argument("qkind")
-    a.add_argument("pairs", nargs="*")
+    a.add_argument("iface", metavar="IFACE", help="the interface")
+    a.add_argument("qkind", metavar="KIND", help="the root qdisc: fq_codel, fq, cake, mq, tbf, pfifo_fast, ...")
+    a.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the qdisc's parameters, as tc names them")
     for name in ("txqueuelen", "mtu"):
         a = what.add_parser(name, help="IFACE VALUE")
-        a.add_argument("iface")
-        a.add_argument("value")
+        a.add_argument("iface", metavar="IFACE", help="the interface")
+        a.add_argument("value", metavar="VALUE", help=f"the new {name}")
     a = what.add_parser("bql", help="IFACE QUEUE limit_max|limit_min VALUE")
-    a.add_argument("iface")
-    a.add_argument("queue")
-    a.add_argument("which")
-    a.add_argument("value")
+    a.add_argument("iface", metavar="IFACE", help="the interface")
+    a.add_argument("queue", metavar="QUEUE", help="the tx queue number, or all")
+    a.add_argument("which", metavar="limit_max|limit_min", help="which BQL limit")
+    a.add_argument("value", metavar="VALUE", help="bytes")
     a = what.add_parser("sysctl", help="NAME VALUE")
-    a.add_argument("name")
-    a.add_argument("value", nargs="+")
+    a.add_argument("name", metavar="NAME", help="the sysctl, e.g. net.core.netdev_budget")
+    a.add_argument("value", nargs="+", metavar="VALUE", help="the new value (several words for tcp_rmem's triple)")
     for sp in what.choices.values():
         _late(sp)
     for name, text in (("undo", "undo the last change"), ("redo", "redo the last undone change")):
@@ -109,7 +111,7 @@ def add_subcommands(sub: Any) -> None:
         _common(u)
         u.add_argument("--force", action="store_true", help="even if someone else changed the value since")
     j = sub.add_parser("journal", help="show the tuning journal and drift")
-    j.add_argument("--json", action="store_true")
+    j.add_argument("--json", action="store_true", help="print one JSON document")
     for name, text in (("restore", "put every value nettop changed back (after a crash)"),
                        ("revert", "revert every change of this session")):
         r = sub.add_parser(name, help=text)

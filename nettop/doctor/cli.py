@@ -58,10 +58,11 @@ def add_subcommands(sub: Any) -> None:
     d.add_argument("--seconds", type=_seconds, default=5.0, metavar="N", help="seconds to sample (1-3600, default 5)")
     d.add_argument("--latency-target", type=_ms, default=None, metavar="MS", dest="doc_latency_target",
                    help="the RTT this host must keep (ms): enables the coalescing and power-management latency rules")
-    d.add_argument("-i", "--interval", type=_interval, default=None, dest="doc_interval",
+    d.add_argument("-i", "--interval", type=_interval, default=None, dest="doc_interval", metavar="SECONDS",
                    help="seconds between samples (default 1)")
-    d.add_argument("--root", type=_root, default=None, dest="doc_root", help="read a captured /proc + /sys tree")
-    d.add_argument("--iface", action="append", default=None, dest="doc_iface", metavar="IFACE")
+    d.add_argument("--root", type=_root, default=None, dest="doc_root", metavar="DIR", help="read a captured /proc + /sys tree")
+    d.add_argument("--iface", action="append", default=None, dest="doc_iface", metavar="IFACE",
+                   help="only these interfaces (repeatable)")
     d.add_argument("--ping", action="append", default=None, dest="doc_ping", metavar="HOST",
                    help="probe latency to HOST (repeatable; tcp://HOST:PORT, udp://HOST:PORT): bufferbloat, BDP")
     d.add_argument("--ping-interval", type=_ping_interval, default=None, dest="doc_ping_interval", metavar="S",

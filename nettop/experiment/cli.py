@@ -22,13 +22,13 @@ def _duration(text: str) -> float:
 
 def add_subcommands(sub: Any) -> None:
     e = sub.add_parser("experiment", help="run a tuning matrix under load and print the results table (docs/experiments.md)")
-    e.add_argument("plan", metavar="PLAN.toml")
-    e.add_argument("--iface", default=None, dest="exp_iface", help="override the plan's interface")
-    e.add_argument("--target", default=None, help="override the plan's target (iperf3 server and probe)")
-    e.add_argument("--duration", type=_duration, default=None, help="override the measure window, seconds")
+    e.add_argument("plan", metavar="PLAN.toml", help="the experiment plan (docs/experiments.md)")
+    e.add_argument("--iface", default=None, dest="exp_iface", metavar="IFACE", help="override the plan's interface")
+    e.add_argument("--target", default=None, metavar="HOST", help="override the plan's target (iperf3 server and probe)")
+    e.add_argument("--duration", type=_duration, default=None, metavar="SECONDS", help="override the measure window, seconds")
     e.add_argument("-o", "--output", default=None, dest="exp_output", metavar="DIR",
                    help="where the table, CSV, charts and recording go (default ./experiment-TIME)")
-    e.add_argument("--no-charts", action="store_true")
+    e.add_argument("--no-charts", action="store_true", help="leave out the PNG/text charts of the results")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,8 @@ from nettop.fleet.formats import DEFAULT_INSTALL_DIR, FORMATS
 
 def add_subcommands(sub: Any) -> None:
     p = sub.add_parser("persist", help="write the journal's current changes as boot-time artifacts (docs/fleet.md)")
-    p.add_argument("--format", required=True, choices=FORMATS, dest="persist_format")
+    p.add_argument("--format", required=True, choices=FORMATS, dest="persist_format",
+                   help="the boot-time mechanism to write for (docs/fleet.md's table)")
     p.add_argument("-o", "--output", default="nettop-persist", metavar="DIR", dest="persist_output",
                    help="directory to write into (default ./nettop-persist)")
     p.add_argument("--install-dir", default=DEFAULT_INSTALL_DIR, metavar="DIR",

@@ -15,12 +15,15 @@ def add_subcommands(sub: Any, interval_type: Any, root_type: Any, latency_type: 
                    help=f"where to serve /metrics (default {DEFAULT_LISTEN}; loopback unless --allow-remote)")
     s.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback --listen address (/metrics names interfaces, IRQs, ping targets)")
+    s.add_argument("--web.config.file", dest="web_config", default=None, metavar="FILE",
+                   help="TLS and basic auth, in Prometheus exporter-toolkit's YAML format (docs/fleet.md)")
     s.add_argument("--per-cpu-irqs", action="store_true",
                    help="also export each queue IRQ's count per CPU (CPUs x IRQs series)")
-    s.add_argument("-i", "--interval", type=interval_type, default=None, dest="serve_interval",
+    s.add_argument("-i", "--interval", type=interval_type, default=None, dest="serve_interval", metavar="SECONDS",
                    help="seconds between samples (default 1)")
-    s.add_argument("--root", type=root_type, default=None, dest="serve_root", help="serve a captured /proc + /sys tree")
-    s.add_argument("--iface", action="append", default=None, dest="serve_iface", metavar="IFACE")
+    s.add_argument("--root", type=root_type, default=None, dest="serve_root", metavar="DIR", help="serve a captured /proc + /sys tree")
+    s.add_argument("--iface", action="append", default=None, dest="serve_iface", metavar="IFACE",
+                   help="only these interfaces (repeatable)")
     s.add_argument("--latency-target", type=latency_type, default=None, dest="serve_latency_target", metavar="MS",
                    help="the RTT this host must keep (ms): the doctor's latency rules then apply to the findings gauge")
     s.add_argument("--ebpf", action="store_true", dest="serve_ebpf",
@@ -31,12 +34,17 @@ def run(args: argparse.Namespace, prober: Any, start_probes: Any) -> int:
     from nettop.collectors.host import HostReader
     from nettop.serve.metrics import Options
     from nettop.serve.server import serve
+    from nettop.serve.webconfig import Gate, WebConfigError, load
 
     try:
         listen = parse_listen(args.listen, args.allow_remote)
-    except ServeError as exc:
+        gate = None if args.web_config is None else Gate(load(args.web_config))
+    except (ServeError, WebConfigError) as exc:
         print(f"nettop serve: {exc}", file=sys.stderr)
         return 2
+    if args.allow_remote and (gate is None or not gate.tls or not gate.config().users):
+        print("nettop serve: --allow-remote without TLS and basic_auth_users in a --web.config.file: anyone who "
+              "reaches the port reads /metrics in clear text (docs/fleet.md)", file=sys.stderr)
     probes = None
     if args.serve_ebpf:
         problems: list[str] = []
@@ -47,7 +55,7 @@ def run(args: argparse.Namespace, prober: Any, start_probes: Any) -> int:
     reader = HostReader(root, args.serve_iface or args.iface, prober=prober, probes=probes)
     try:
         return serve(listen, reader, args.serve_interval or args.interval, Options(args.per_cpu_irqs), prober,
-                     args.serve_latency_target or args.latency_target)
+                     args.serve_latency_target or args.latency_target, gate)
     except ServeError as exc:
         print(f"nettop serve: {exc}", file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ from nettop.model.timeline import Point
 from nettop.pipeline import LivePipeline
 from nettop.serve.exposition import CONTENT_TYPE, Family, render, series_count
 from nettop.serve.metrics import EbpfTotals, FindingGauge, Options, finding_families, ping_families, snapshot_families
+from nettop.serve.webconfig import Gate
 
 DEFAULT_LISTEN = "127.0.0.1:9741"
 
@@ -40,11 +41,12 @@ class ServeError(Exception):
 class Listen:
     host: str
     port: int
+    tls: bool = False
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/metrics"
 
 
 def parse_listen(text: str, allow_remote: bool) -> Listen:
@@ -139,13 +141,15 @@ class Exporter:
         return 0 if fams is None else series_count(fams)
 
 
-def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
+def _handler(exporter: Exporter, gate: Gate | None = None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "nettop"
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
             path = self.path.split("?", 1)[0]
-            if path == "/metrics":
+            if gate is not None and not gate.allows(self.headers.get("Authorization")):
+                self._send(401, "text/plain; charset=utf-8", "Unauthorized\n", {"WWW-Authenticate": "Basic"})
+            elif path == "/metrics":
                 text = exporter.render()
                 if text is None:
                     self._send(503, "text/plain; charset=utf-8", "nettop: no sample yet; scrape again in a second\n")
@@ -156,11 +160,13 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(404, "text/plain; charset=utf-8", "not found: nettop serves /metrics\n")
 
-        def _send(self, code: int, ctype: str, body: str) -> None:
+        def _send(self, code: int, ctype: str, body: str, headers: dict[str, str] | None = None) -> None:
             data = body.encode()
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
+            for name, value in {**(gate.config().headers if gate is not None else {}), **(headers or {})}.items():
+                self.send_header(name, value)
             self.end_headers()
             try:
                 self.wfile.write(data)
@@ -176,14 +182,26 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, listen: Listen, handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(self, listen: Listen, handler: type[BaseHTTPRequestHandler], gate: Gate | None = None) -> None:
         self.address_family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+        self.gate = gate
         super().__init__((listen.host, listen.port), handler)
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """On the connection's own thread, so a slow TLS handshake holds up no one else."""
+        if self.gate is None or not self.gate.tls:
+            return super().finish_request(request, client_address)
+        conn = self.gate.wrap(request)
+        if conn is not None:
+            try:
+                super().finish_request(conn, client_address)
+            finally:
+                conn.close()
 
-def bind(listen: Listen, exporter: Exporter) -> ThreadingHTTPServer:
+
+def bind(listen: Listen, exporter: Exporter, gate: Gate | None = None) -> ThreadingHTTPServer:
     try:
-        return _Server(listen, _handler(exporter))
+        return _Server(listen, _handler(exporter, gate), gate)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise ServeError(f"--listen {listen.host}:{listen.port}: the port is in use; pick another port") from None
@@ -195,10 +213,12 @@ def bind(listen: Listen, exporter: Exporter) -> ThreadingHTTPServer:
 
 
 def serve(listen: Listen, reader: Any, interval: float, opts: Options, prober: Any = None,
-          latency_target_ms: float | None = None) -> int:
+          latency_target_ms: float | None = None, gate: Gate | None = None) -> int:
     """Run until SIGINT/SIGTERM; returns the exit status."""
     exporter = Exporter(reader, interval, opts, prober, latency_target_ms)
-    server = bind(listen, exporter)
+    server = bind(listen, exporter, gate)
+    if gate is not None:
+        listen = Listen(listen.host, listen.port, gate.tls)
     if prober is not None:
         prober.start()
     exporter.start()
