@@ -66,6 +66,37 @@ class Entry:
 
 
 @dataclass(slots=True)
+class Trial:
+    """A group applied on trial: it is reverted at `deadline` unless confirmed first.
+
+    `deadline_mono` is CLOCK_MONOTONIC, which every process of one boot shares, so the
+    guardian process and a later nettop agree on it whatever NTP does to the wall clock;
+    `deadline` (wall time) is for people."""
+
+    group: int
+    t: float
+    deadline: float
+    deadline_mono: float
+    why: str
+    guardian: int | None = None  # pid of the process that reverts it if nettop dies
+    outcome: str | None = None  # None while pending, "confirmed" or "reverted"
+    reason: str = ""  # why it was reverted ("not confirmed within 30 s", "SIGHUP")
+    t_end: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.outcome is None
+
+    def status(self) -> str:
+        """"trial, reverts at 14:02:31" / "confirmed" / "reverted: not confirmed"."""
+        if self.outcome is None:
+            return "trial, reverts at " + time.strftime("%H:%M:%S", time.localtime(self.deadline))
+        if self.outcome == "confirmed":
+            return "confirmed"
+        return f"reverted: {self.reason}" if self.reason else "reverted"
+
+
+@dataclass(slots=True)
 class State:
     """The journal replayed: entries of this epoch, undo/redo stacks of group ids."""
 
@@ -77,6 +108,7 @@ class State:
     next_group: int = 1
     torn: int = 0  # lines that are not JSON (a write cut short)
     problems: list[str] = field(default_factory=list)  # every skipped line, "line N: why"
+    trials: dict[int, Trial] = field(default_factory=dict)  # group -> its trial, this epoch
 
     def originals(self) -> dict[str, Entry]:
         """For each key changed this epoch, the first entry: its `before` is the original."""
@@ -196,7 +228,10 @@ def replay(lines: list[str]) -> State:
                 why = f"a group record of group {rec['group']}, which has no begin record"
             else:
                 _finish_group(st, rec)
+        elif op in ("trial", "trial_end"):
+            why = _trial_record(st, rec)
         elif op == "clean":
+            st.trials.clear()
             st.entries.clear()
             st.groups.clear()
             st.undo.clear()
@@ -207,6 +242,38 @@ def replay(lines: list[str]) -> State:
         if why is not None:
             st.problems.append(f"line {n}: {why}")
     return st
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _trial_record(st: State, rec: dict[str, Any]) -> str | None:
+    """Apply a trial or trial_end record to the state; why it is not trusted, or None."""
+    if not _id(rec.get("group")):
+        return f"a {rec.get('op')} record without a whole-number group"
+    gid: int = rec["group"]
+    if rec["op"] == "trial":
+        if not all(_num(rec.get(k)) for k in ("t", "deadline", "deadline_mono")) or \
+                not isinstance(rec.get("why", ""), str) or \
+                (rec.get("guardian") is not None and not _id(rec.get("guardian"))):
+            return f"a malformed trial record of group {gid}"
+        old = st.trials.get(gid)
+        if old is not None and old.guardian is None and rec.get("guardian") is not None and old.pending:
+            old.guardian = rec["guardian"]  # the guardian's pid, known once it was started
+            return None
+        st.trials[gid] = Trial(gid, rec["t"], rec["deadline"], rec["deadline_mono"], rec.get("why", ""),
+                               rec.get("guardian"))
+        return None
+    trial = st.trials.get(gid)
+    if trial is None:
+        return f"a trial_end record of group {gid}, which is not on trial"
+    if rec.get("outcome") not in ("confirmed", "reverted") or not isinstance(rec.get("reason", ""), str):
+        return f"a malformed trial_end record of group {gid}"
+    if trial.outcome is None:
+        trial.outcome, trial.reason = rec["outcome"], rec.get("reason", "")
+        trial.t_end = rec.get("t") if _num(rec.get("t")) else None
+    return None
 
 
 def problem_line(path: str, problems: list[str]) -> str:
@@ -356,8 +423,29 @@ class Journal:
         self.append(rec)
         _finish_group(st, rec)
 
+    def trial(self, st: State, group: int, seconds: float, why: str, guardian: int | None = None) -> Trial:
+        """Mark a group as applied on trial, reverted in `seconds` unless confirmed."""
+        now, mono = time.time(), time.monotonic()
+        rec = {"op": "trial", "group": group, "t": now, "deadline": now + seconds,
+               "deadline_mono": mono + seconds, "why": why, "guardian": guardian}
+        self.append(rec)
+        _trial_record(st, rec)
+        return st.trials[group]
+
+    def trial_guardian(self, st: State, trial: Trial, pid: int) -> None:
+        rec = {"op": "trial", "group": trial.group, "t": trial.t, "deadline": trial.deadline,
+               "deadline_mono": trial.deadline_mono, "why": trial.why, "guardian": pid}
+        self.append(rec)
+        trial.guardian = pid
+
+    def trial_end(self, st: State, group: int, outcome: str, reason: str = "") -> None:
+        rec = {"op": "trial_end", "group": group, "t": time.time(), "outcome": outcome, "reason": reason}
+        self.append(rec)
+        _trial_record(st, rec)
+
     def clean(self, st: State, reason: str) -> None:
         self.append({"op": "clean", "t": time.time(), "reason": reason})
+        st.trials.clear()
         st.entries.clear()
         st.groups.clear()
         st.undo.clear()

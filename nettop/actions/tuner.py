@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from nettop.actions.base import ActionError, Change, Plan, Result, Setting, from_record
 from nettop.actions.conflicts import IrqbalanceCheck
-from nettop.actions.journal import Entry, Journal, State
+from nettop.actions.journal import Entry, Journal, State, Trial
 from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.timeline import Event
 
@@ -67,6 +67,7 @@ class Tuner:
         self.irqbalance = IrqbalanceCheck(root)
         self._lock = threading.Lock()
         self.skipped: list[str] = []  # what the last revert/restore found gone
+        self._local = threading.local()  # the group this thread's last apply() wrote
 
     # -- planning ---------------------------------------------------------------------
     def plan(self, changes: Sequence[Change]) -> list[Plan]:
@@ -88,8 +89,14 @@ class Tuner:
             raise ActionError(self.read_only, errno.EPERM)
 
     # -- applying ---------------------------------------------------------------------
-    def apply(self, plans: Sequence[Plan], confirmed: bool = False) -> list[Result]:
-        """Write a validated group; raises NeedsConfirm, or ActionError after rolling back."""
+    def apply(self, plans: Sequence[Plan], confirmed: bool = False,
+              trial: tuple[float, str] | None = None) -> list[Result]:
+        """Write a validated group; raises NeedsConfirm, or ActionError after rolling back.
+
+        `trial` (seconds, why) marks the group in the journal as applied on trial before
+        anything is written, so whatever happens to this process afterwards, the journal
+        says the group must be reverted at the deadline unless confirmed
+        (nettop.actions.trial)."""
         self.check_writable()
         reasons = [f"{p.setting.key}: {p.confirm}" for p in plans if p.confirm]
         if reasons and not confirmed:
@@ -105,9 +112,63 @@ class Tuner:
                 items.append((p.setting, before, p.value, text))
             group = st.next_group
             st.next_group += 1
+            self._local.group = group
+            if trial is not None:
+                self.journal.trial(st, group, trial[0], trial[1])
             results = self._write_group(st, group, "set", None, items)
             self.journal.finish_group(st, group, "set", None)
         return results
+
+    # -- trials -----------------------------------------------------------------------
+    def last_group(self) -> int | None:
+        """The group number of this thread's last apply() (set even when it failed)."""
+        return getattr(self._local, "group", None)
+
+    def confirm_trial(self, group: int) -> bool:
+        """Keep a group applied on trial; False when it was already reverted (too late)."""
+        with self._lock, self.journal.locked() as st:
+            trial = st.trials.get(group)
+            if trial is None or not trial.pending:
+                return trial is not None and trial.outcome == "confirmed"
+            self.journal.trial_end(st, group, "confirmed")
+            return True
+
+    def revert_trial(self, group: int, reason: str) -> list[Result] | None:
+        """Put a group on trial back, once: None when it is no longer pending (confirmed,
+        already reverted by another process, or not a trial). Values someone else changed
+        since are put back all the same: the point is to give the operator the host back."""
+        with self._lock, self.journal.locked() as st:
+            trial = st.trials.get(group)
+            if trial is None or not trial.pending:
+                return None
+            results: list[Result] = []
+            errors: list[str] = []
+            if group in st.undo:
+                gid = st.next_group
+                st.next_group += 1
+                entries = [e for e in st.groups.get(group, []) if e.action == "set" and e.ok]
+                for e in reversed(entries):
+                    try:
+                        s = from_record(e.setting)
+                        now = self._read(s)
+                    except ActionError as exc:
+                        errors.append(str(exc))
+                        continue
+                    if now == e.before:
+                        continue
+                    res = self._write_one(st, gid, "undo", group, s, now, e.before,
+                                          f"{e.key}: {s.show(now)} → {s.show(e.before)}")
+                    (errors.append(res.error) if res.error else results.append(res))
+                self.journal.finish_group(st, gid, "undo", group)
+            self.journal.trial_end(st, group, "reverted", reason)
+            if errors:
+                self.skipped = errors
+            return results
+
+    def pending_trials(self) -> list[Trial]:
+        """Groups on trial that are neither confirmed nor reverted, oldest first."""
+        st = self.journal.read_state()
+        return sorted((t for t in st.trials.values() if t.pending), key=lambda t: t.deadline_mono)
 
     def _write_group(self, st: State, group: int, action: str, ref: int | None,
                      items: list[tuple[Setting, Any, Any, str]]) -> list[Result]:

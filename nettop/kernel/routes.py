@@ -89,3 +89,51 @@ def read_default_ifindexes() -> tuple[int, ...]:
         return ()
     finally:
         reader.close()
+
+
+RTA_DST = 1
+NLMSG_ERROR = 2
+
+
+def _route_request(family: int, dst: bytes) -> bytes:
+    """An RTM_GETROUTE body asking which route the kernel would use to reach `dst`."""
+    body = _RTMSG.pack(family, len(dst) * 8, 0, 0, 0, 0, 0, 0, 0)
+    attr = struct.pack("=HH", 4 + len(dst), RTA_DST) + dst
+    return body + attr + b"\0" * (-len(attr) % 4)
+
+
+def route_oif(address: str) -> int | None:
+    """The ifindex the kernel's routing decision sends packets to `address` out of (what
+    `ip route get ADDRESS` prints after `dev`), or None when there is no route or no
+    netlink. Asked of this process's network namespace."""
+    try:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        dst = socket.inet_pton(family, address.split("%", 1)[0])
+    except (OSError, ValueError):
+        return None
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, socket.NETLINK_ROUTE)
+    except OSError:
+        return None
+    try:
+        sock.settimeout(2.0)
+        sock.bind((0, 0))
+        body = _route_request(family, dst)
+        sock.send(struct.pack("=IHHII", 16 + len(body), RTM_GETROUTE, 1, 1, 0) + body)  # NLM_F_REQUEST
+        data = sock.recv(1 << 16)
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    off = 0
+    while off + 16 <= len(data):
+        length, typ, _flags, _seq, _pid = struct.unpack_from("=IHHII", data, off)
+        if length < 16:
+            break
+        if typ == RTM_NEWROUTE:
+            route = parse_route(memoryview(data), off + 16, off + length)
+            return route.ifindexes[0] if route.ifindexes else None
+        if typ == NLMSG_ERROR:
+            return None
+        off += (length + 3) & ~3
+    return None

@@ -1,0 +1,197 @@
+"""Changes on trial: a change on the SSH session's own path reverts unless confirmed.
+
+A qdisc that shapes to a few kbit/s, fewer channels, an MTU or an IRQ moved to a starved
+CPU can cut the very session that made the change, and then nobody is left to undo it.
+Like `netplan try` or Junos `commit confirmed`, such a change is applied as a trial: the
+journal marks its group with a deadline *before* anything is written, and it is put
+back at the deadline unless the operator confirms it. Three things see to that, so the
+change reverts however the operator is gone:
+1. the process that made it, when its countdown ends (the terminal alive but silent);
+2. its SIGHUP/SIGTERM handler (sshd closed the session) — see `install_exit_revert`;
+3. a guardian process in a session of its own (nettop.actions.guardian), plus a
+   `systemd-run` timer where systemd runs, for a process that is killed outright.
+Whoever comes first reverts it, under the journal's lock, once; a confirmed trial is
+never reverted. Which changes touch the path is `path_reason`'s question.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from nettop.actions.base import Plan, Result, Setting
+from nettop.actions.journal import Trial
+from nettop.actions.tuner import Tuner
+from nettop.collectors.session_path import PathResources, SessionPath
+
+DEFAULT_SECONDS = 30.0  # the live view's countdown for a change on the session's path
+_IFACE_KINDS = frozenset({"qdisc", "mtu", "txqueuelen", "coalesce", "rings", "channels", "features",
+                          "bql", "rps_cpus", "xps_cpus", "rps_flow_cnt"})
+_PER_IFACE_SYSCTL = ("net.ipv4.conf.", "net.ipv6.conf.", "net.ipv4.neigh.", "net.ipv6.neigh.")
+
+
+def path_reason(setting: Setting, path: SessionPath | None, res: PathResources | None = None) -> str | None:
+    """Why writing `setting` may cut the session on `path`, or None when it cannot."""
+    if path is None or path.ifname is None:
+        return None
+    via = f"it carries this SSH session ({path.describe()})"
+    params = setting.to_record()["params"]
+    if setting.kind in _IFACE_KINDS:
+        ifname = params.get("ifname")
+        return f"{ifname}: {via}" if ifname in path.devices else None
+    if setting.kind == "irq_affinity":
+        irq = params.get("irq")
+        if res is not None and irq in res.irqs:
+            return f"IRQ {irq} serves a queue of {', '.join(path.nics) or path.ifname}, which carries this SSH session"
+        return None
+    if setting.kind == "sysctl":
+        name = str(params.get("name", ""))
+        for prefix in _PER_IFACE_SYSCTL:
+            if name.startswith(prefix):
+                dev = name[len(prefix):].split(".", 1)[0]
+                if dev in ("all", "default") or dev in path.devices:
+                    return f"sysctl {name} applies to {path.ifname}, which carries this SSH session"
+                return None
+        if name.startswith("net."):
+            return f"sysctl {name} applies to every interface, {path.ifname} (this SSH session's) too"
+    return None
+
+
+def plan_reasons(plans: Sequence[Plan], path: SessionPath | None, res: PathResources | None) -> list[str]:
+    """The path reasons of a group's plans, each once."""
+    out: list[str] = []
+    for p in plans:
+        why = path_reason(p.setting, path, res)
+        if why and why not in out:
+            out.append(why)
+    return out
+
+
+def spawn_guardian(journal_path: str, group: int) -> subprocess.Popen[bytes] | None:
+    """A process that reverts the group at its deadline if nobody else did: in a session
+    of its own, so the SIGHUP that ends the operator's session does not reach it, and
+    not a thread, so a kill -9 or the OOM killer of nettop does not take it along."""
+    argv = [sys.executable, "-m", "nettop.actions.guardian", "--journal", journal_path,
+            "--group", str(group), "--parent", str(os.getpid())]
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+
+
+def systemd_timer_argv(journal_path: str, group: int, seconds: float) -> list[str] | None:
+    """`systemd-run` argv for a transient timer that runs the guardian once at the
+    deadline (outside nettop's cgroup, so it survives a session scope being killed);
+    None where systemd is not PID 1."""
+    if not os.path.isdir("/run/systemd/system") or shutil.which("systemd-run") is None:
+        return None
+    return ["systemd-run", "--quiet", "--collect", f"--unit=nettop-trial-{os.getpid()}-{group}",
+            f"--on-active={max(1, int(seconds + 0.999))}s", "--timer-property=AccuracySec=100ms",
+            sys.executable, "-m", "nettop.actions.guardian", "--journal", journal_path,
+            "--group", str(group), "--now"]
+
+
+@dataclass
+class TrialRun:
+    """One group on trial in this process: its countdown, confirmation and revert."""
+
+    tuner: Tuner
+    trial: Trial
+    why: list[str]
+    results: list[Result]
+    guardian: subprocess.Popen[bytes] | None = None
+    outcome: str | None = None  # "confirmed", "reverted", or None while counting down
+    message: str = ""
+    _ended: list[Callable[[TrialRun], None]] = field(default_factory=list)
+
+    @property
+    def group(self) -> int:
+        return self.trial.group
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.trial.deadline_mono - time.monotonic())
+
+    def confirm(self) -> bool:
+        """Keep the change; False when it was reverted before the answer came."""
+        kept = self.tuner.confirm_trial(self.group)
+        self.outcome = "confirmed" if kept else "reverted"
+        self.message = "kept" if kept else "it was already reverted: not confirmed in time"
+        self._stop_guardian()
+        return kept
+
+    def revert(self, reason: str) -> list[Result] | None:
+        """Put the change back (once); None when it was confirmed or reverted already."""
+        results = self.tuner.revert_trial(self.group, reason)
+        if results is not None:
+            self.outcome, self.message = "reverted", f"reverted: {reason}"
+        self._stop_guardian()
+        return results
+
+    def _stop_guardian(self) -> None:
+        g = self.guardian
+        if g is not None and g.poll() is None:
+            g.terminate()
+            try:
+                g.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                g.kill()
+                g.wait()
+
+
+def apply_on_trial(tuner: Tuner, plans: Sequence[Plan], seconds: float, why: Sequence[str],
+                   confirmed: bool = False) -> TrialRun:
+    """Apply a group as a trial of `seconds` and start its guardian."""
+    text = "; ".join(why) or "on trial (--confirm)"
+    results = tuner.apply(plans, confirmed=confirmed, trial=(seconds, text))
+    group = tuner.last_group()
+    assert group is not None  # apply() sets it before it writes anything
+    guardian = spawn_guardian(tuner.journal.path, group)
+    timer = systemd_timer_argv(tuner.journal.path, group, seconds)
+    if timer is not None:
+        subprocess.run(timer, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False, timeout=10)
+    with tuner.journal.locked() as st:
+        trial = st.trials[group]
+        if guardian is not None:
+            tuner.journal.trial_guardian(st, trial, guardian.pid)
+    return TrialRun(tuner, trial, list(why), results, guardian)
+
+
+def revert_overdue(tuner: Tuner, grace: float = 0.0) -> list[Trial]:
+    """Revert trials whose deadline passed with nobody left to do it (their guardian and
+    their process gone): called when a nettop starts and by `nettop restore`."""
+    done = []
+    for trial in tuner.pending_trials():
+        if trial.deadline_mono + grace <= time.monotonic():
+            if tuner.revert_trial(trial.group, "not confirmed in time (found overdue)") is not None:
+                done.append(trial)
+    return done
+
+
+def install_exit_revert(runs: Callable[[], Sequence[TrialRun]], revert_all: Callable[[], None] | None = None,
+                        after: Callable[[int], None] | None = None) -> None:
+    """On SIGHUP or SIGTERM (sshd hung up, the window closed): revert every pending trial
+    of `runs()` (and, with `revert_all`, every change: --revert-on-exit) before exiting.
+    `after(signum)` then ends the process (the default: exit with 128 + signum)."""
+
+    def handler(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        for run in list(runs()):
+            if run.outcome is None:
+                run.revert(f"{name}: the session ended before it was confirmed")
+        if revert_all is not None:
+            revert_all()
+        if after is not None:
+            after(signum)
+        else:
+            os._exit(128 + signum)
+
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, handler)

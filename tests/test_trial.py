@@ -1,0 +1,159 @@
+"""Changes on trial revert unless confirmed, whoever is left to do it (issue 26).
+
+These run on the veth lab with the real Tuner, real tc and real sysfs; the SSH lab
+(tests/test_ssh_lab.py) does the same through a real sshd session."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from nettop.actions.base import Change
+from nettop.actions.irq import IrqAffinity
+from nettop.actions.journal import Journal, replay
+from nettop.actions.qdisc import RootQdisc
+from nettop.actions.rps_xps import RpsCpus
+from nettop.actions.sysctl import Sysctl
+from nettop.actions.trial import apply_on_trial, path_reason, revert_overdue
+from nettop.actions.tuner import Tuner
+from nettop.collectors.session_path import PathResources, Peer, SessionPath, detect, peer_from_env, stack_below
+from nettop.kernel.sysroot import LIVE, SysRoot
+
+pytestmark = pytest.mark.lab
+TBF = {"kind": "tbf", "params": {"rate": "8kbit", "burst": "1600", "limit": "3000"}}
+
+
+def _tuner(tmp_path: Path) -> Tuner:
+    return Tuner(Journal(str(tmp_path / "journal.jsonl")), read_only=None)
+
+
+def _wait(pred, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return pred()
+
+
+def _kind(ifname: str) -> str:
+    return RootQdisc(ifname).read()["kind"]
+
+
+def test_ssh_connection_names_the_interface_its_peer_is_routed_through(veth_lab):
+    env = {"SSH_CONNECTION": f"{veth_lab.peer_ip} 51022 {veth_lab.host_ip} 22"}
+    path = detect(env)
+    assert path is not None and path.ifname == veth_lab.host_if
+    assert path.devices == (veth_lab.host_if,) and path.peer.source == "SSH_CONNECTION"
+    assert detect({}) is None or detect({}).peer.source.startswith("sshd")  # not in an SSH session here
+    assert peer_from_env({"SSH_CONNECTION": "not an address 1 2"}) is None
+
+
+def test_a_bridge_over_the_lab_carries_the_session_down_to_its_port(veth_lab):
+    br = f"{veth_lab.host_if[:11]}br"
+    subprocess.run(["ip", "link", "add", br, "type", "bridge"], check=True)
+    try:
+        subprocess.run(["ip", "link", "set", veth_lab.host_if, "master", br], check=True)
+        devices, nics = stack_below(LIVE, br)
+        assert devices == (br, veth_lab.host_if) and nics == (veth_lab.host_if,)
+    finally:
+        subprocess.run(["ip", "link", "del", br], check=False)
+
+
+def test_a_vlan_on_a_bond_resolves_to_both_slaves(tmp_path):
+    """This kernel has neither bonding nor 8021q: a captured sysfs tree of a host that
+    has them, with the kernel's own `lower_*` links (bond0.100 → bond0 → eth0, eth1)."""
+    net = tmp_path / "sys/class/net"
+    for dev in ("bond0.100", "bond0", "eth0", "eth1"):
+        (net / dev).mkdir(parents=True)
+    (net / "bond0.100/lower_bond0").symlink_to("../bond0")
+    (net / "bond0/lower_eth0").symlink_to("../eth0")
+    (net / "bond0/lower_eth1").symlink_to("../eth1")
+    (net / "eth0/upper_bond0").symlink_to("../bond0")
+    devices, nics = stack_below(SysRoot(str(tmp_path)), "bond0.100")
+    assert devices == ("bond0.100", "bond0", "eth0", "eth1") and nics == ("eth0", "eth1")
+
+
+def test_path_reason_names_changes_on_the_path_and_nothing_else():
+    path = SessionPath(Peer("198.18.0.2", 5, "198.18.0.1", 22, "SSH_CONNECTION"), "bond0",
+                       ("bond0", "eth0", "eth1"), ("eth0", "eth1"))
+    res = PathResources((("eth0", "rx-0"),), (41, 42), (0, 1))
+    assert "carries this SSH session" in path_reason(RootQdisc("eth1"), path, res)
+    assert path_reason(RootQdisc("eth9"), path, res) is None
+    assert "IRQ 41" in path_reason(IrqAffinity(41), path, res)
+    assert path_reason(IrqAffinity(50), path, res) is None
+    assert path_reason(RpsCpus("eth0", 0), path, res) is not None
+    assert "every interface" in path_reason(Sysctl("net.core.netdev_budget"), path, res)
+    assert path_reason(Sysctl("net.ipv4.conf.eth9.rp_filter"), path, res) is None
+    assert path_reason(Sysctl("net.ipv4.conf.all.rp_filter"), path, res) is not None
+    assert path_reason(Sysctl("vm.swappiness"), path, res) is None
+    assert path_reason(RootQdisc("eth1"), None, res) is None
+
+
+def test_an_unconfirmed_trial_reverts_once_and_a_confirmed_one_never(veth_lab, tmp_path):
+    t = _tuner(tmp_path)
+    run = apply_on_trial(t, t.plan([Change(RootQdisc(veth_lab.host_if), TBF)]), 30, ["test"], confirmed=True)
+    assert _kind(veth_lab.host_if) == "tbf" and run.guardian is not None
+    assert run.revert("test says so") is not None
+    assert _kind(veth_lab.host_if) == "noqueue"
+    assert run.revert("again") is None and not run.confirm()  # never twice, too late to keep
+    assert _wait(lambda: run.guardian.poll() is not None, 5)  # the guardian is gone too
+    st = t.journal.read_state()
+    assert st.trials[run.group].status() == "reverted: test says so" and run.group not in st.undo
+
+    run2 = apply_on_trial(t, t.plan([Change(RootQdisc(veth_lab.host_if), TBF)]), 1, ["test"], confirmed=True)
+    assert run2.confirm()
+    assert _wait(lambda: run2.guardian.poll() is not None, 5)
+    time.sleep(1.5)  # past the deadline: a confirmed trial stays
+    assert _kind(veth_lab.host_if) == "tbf" and revert_overdue(t) == []
+    assert t.journal.read_state().trials[run2.group].status() == "confirmed"
+
+
+def test_the_guardian_reverts_when_nettop_is_killed(veth_lab, tmp_path):
+    """kill -9 during the countdown: the guardian, in a session of its own, reverts the
+    change by the deadline (+2 s) and then exits."""
+    journal = tmp_path / "journal.jsonl"
+    script = textwrap.dedent(f"""
+        import sys, time
+        from nettop.actions.base import Change
+        from nettop.actions.journal import Journal
+        from nettop.actions.qdisc import RootQdisc
+        from nettop.actions.trial import apply_on_trial
+        from nettop.actions.tuner import Tuner
+        t = Tuner(Journal({str(journal)!r}), read_only=None)
+        run = apply_on_trial(t, t.plan([Change(RootQdisc({veth_lab.host_if!r}), {TBF!r})]), 3, ["test"], True)
+        print(run.guardian.pid, run.trial.deadline_mono, flush=True)
+        time.sleep(60)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        guardian, deadline = p.stdout.readline().split()
+        assert _kind(veth_lab.host_if) == "tbf"
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert _wait(lambda: _kind(veth_lab.host_if) == "noqueue", float(deadline) + 2 - time.monotonic())
+        assert time.monotonic() <= float(deadline) + 2
+        assert _wait(lambda: not os.path.exists(f"/proc/{guardian}") or
+                     Path(f"/proc/{guardian}/stat").read_text().split()[2] == "Z", 5)
+        trial = Journal(str(journal)).read_state().trials[1]
+        assert trial.outcome == "reverted" and "guardian" in trial.reason
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_a_journal_with_damaged_trial_records_keeps_the_rest(tmp_path):
+    lines = [json.dumps({"op": "trial", "group": 1, "t": 1.0, "deadline": "soon", "deadline_mono": 2.0}),
+             json.dumps({"op": "trial_end", "group": 7, "outcome": "confirmed"}),
+             json.dumps({"op": "trial", "group": 2, "t": 1.0, "deadline": 2.0, "deadline_mono": 2.0, "why": "x"}),
+             json.dumps({"op": "trial_end", "group": 2, "outcome": "kept?"})]
+    st = replay(lines)
+    assert len(st.problems) == 3 and st.trials[2].pending
