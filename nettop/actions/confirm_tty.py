@@ -1,0 +1,89 @@
+"""`nettop set ... --confirm SECONDS`: the terminal countdown of a change on trial.
+
+Like `netplan try`: the change is already applied; the terminal shows what it was and
+how long until it reverts, and only `y` keeps it. Anything else, silence, a hang-up
+(SIGHUP from sshd), SIGTERM, or the end of input reverts it; a kill -9 leaves it to the
+guardian. The countdown is redrawn in place once a second, a few dozen bytes, so it
+costs nothing on a session that is still alive and loses nothing on one that stalled.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import termios
+import time
+import tty
+from typing import IO, Callable
+
+from nettop.actions.trial import TrialRun, install_exit_revert
+
+
+def _open_terminal() -> tuple[int | None, bool]:
+    """The fd to read the answer from, and whether nettop opened it (/dev/tty)."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return sys.stdin.fileno(), False
+    try:
+        return os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_CLOEXEC), True
+    except OSError:
+        return None, False
+
+
+def countdown(run: TrialRun, what: str, out: IO[str] | None = None,
+              on_signal_exit: Callable[[int], None] | None = None) -> bool:
+    """Wait for `y` until the trial's deadline; keep (True) or revert (False) the change."""
+    out = out or sys.stderr
+    fd, opened = _open_terminal()
+    old = None
+    install_exit_revert(lambda: [run], after=on_signal_exit)
+    try:
+        if fd is not None:
+            try:
+                old = termios.tcgetattr(fd)
+                tty.setcbreak(fd)  # one key press answers, no Enter needed
+            except termios.error:
+                old = None
+        shown = -1
+        while True:
+            left = run.seconds_left()
+            if left <= 0:
+                break
+            if int(left + 0.999) != shown:
+                shown = int(left + 0.999)
+                out.write(f"\r\x1b[Kkeep {what}? y keeps · reverts in {shown} s ")
+                out.flush()
+            if fd is None:
+                time.sleep(min(0.2, left))
+                continue
+            ready, _, _ = select.select([fd], [], [], min(0.2, left))
+            if not ready:
+                continue
+            data = os.read(fd, 64)
+            if not data:  # end of input: nobody can answer any more
+                break
+            if data.strip()[:1] in (b"y", b"Y"):
+                kept = run.confirm()
+                out.write(f"\r\x1b[K{what}: {'kept (confirmed)' if kept else run.message}\n")
+                out.flush()
+                return kept
+            if data.strip()[:1] in (b"n", b"N"):
+                run.revert("not kept (answered no)")
+                out.write(f"\r\x1b[K{what}: {run.message or 'reverted'}\n")
+                out.flush()
+                return False
+        run.revert(f"not confirmed within {round(run.trial.deadline - run.trial.t)} s")
+        out.write(f"\r\x1b[K{what}: {run.message or 'reverted'}\n")
+        out.flush()
+        return False
+    finally:
+        if fd is not None and old is not None:
+            try:
+                termios.tcsetattr(fd, termios.TCSADRAIN, old)
+            except termios.error:
+                pass
+        if opened and fd is not None:
+            os.close(fd)
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
