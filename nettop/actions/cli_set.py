@@ -12,6 +12,7 @@ import argparse
 import errno
 import json
 import sys
+import time
 from typing import Any, NoReturn, Sequence
 
 from nettop.actions import ethtool, irq, rps_xps
@@ -20,7 +21,10 @@ from nettop.actions.bql import BqlLimit
 from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.sysctl import Sysctl
+from nettop.actions.confirm_tty import countdown
 from nettop.actions.journal import problem_line
+from nettop.actions.trial import (DEFAULT_SECONDS, GUARDIAN_GRACE_S, Guard, install_exit_revert, revert_overdue,
+                                  session_now)
 from nettop.actions.tuner import KernelRefused, Tuner, describe_entry
 from nettop.actions.irq import IRQ_MAX
 from nettop.actions.typed import bare, clip, looks_numeric, whole
@@ -40,6 +44,19 @@ def _late(p: argparse.ArgumentParser) -> None:
     p.add_argument("-y", "--yes", action="store_true", default=argparse.SUPPRESS,
                    help="confirm disruptive changes (MTU, qdisc, rings)")
     p.add_argument("--ban", action="store_true", default=argparse.SUPPRESS, help="also ban moved IRQs from irqbalance")
+    p.add_argument("--confirm", type=_seconds, metavar="SECONDS", default=argparse.SUPPRESS,
+                   help="apply on trial: revert after SECONDS unless `y` is typed (0: never)")
+
+
+def _seconds(text: str) -> float:
+    """--confirm's value: whole or decimal seconds, 0 to 86400."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not (0 <= v <= 86400):
+        raise argparse.ArgumentTypeError(f"--confirm takes seconds from 0 to 86400, not {clip(text)}")
+    return v
 
 
 class _QuietParser(argparse.ArgumentParser):
@@ -70,6 +87,9 @@ def add_subcommands(sub: Any) -> None:
     _common(s)
     s.add_argument("-y", "--yes", action="store_true", help="confirm disruptive changes (MTU, qdisc, rings)")
     s.add_argument("--ban", action="store_true", help="also ban moved IRQs from irqbalance")
+    s.add_argument("--confirm", type=_seconds, metavar="SECONDS", default=None,
+                   help="apply on trial: revert after SECONDS unless `y` is typed (0: never; default: 30 "
+                        "for a change on this SSH session's own path made from a terminal)")
     what = s.add_subparsers(dest="what", required=True)
     a = what.add_parser("irq", help="IRQ CPUS | IFACE spread CPUS | IFACE hint | IFACE numa")
     a.add_argument("target", help="an IRQ number, or an interface for spread/hint/numa")
@@ -234,6 +254,10 @@ def run(args: argparse.Namespace, tuner: Tuner | None = None) -> int:
     t = tuner or Tuner()
     as_json = getattr(args, "json", False)
     try:
+        if not t.read_only and not getattr(args, "dry_run", False):
+            for tr in revert_overdue(t, grace=GUARDIAN_GRACE_S):  # their guardian and nettop are gone
+                print(f"nettop: reverted group {tr.group}, on trial until "
+                      f"{time.strftime('%H:%M:%S', time.localtime(tr.deadline))} and never confirmed", file=sys.stderr)
         return _run(args, t, as_json)
     except ActionError as exc:
         print(f"nettop: {one_line(str(exc))}", file=sys.stderr)
@@ -255,9 +279,12 @@ def _run(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
         st = t.state()
         drift = t.drift()
         entries = [describe_entry(e) for e in st.entries]
+        trials = {g: tr.status() for g, tr in st.trials.items()}
         _emit({"path": t.journal.path, "entries": entries, "undo": st.undo, "redo": st.redo,
-               "drift": [d.line() for d in drift], "skipped_lines": st.problems}, as_json,
+               "drift": [d.line() for d in drift], "skipped_lines": st.problems,
+               "trials": [{"group": g, "status": s, "why": st.trials[g].why} for g, s in trials.items()]}, as_json,
               [one_line(f"{e['time']} #{e['id']} {e['action']}: {e['text']}"
+                        + (f" [{trials[e['group']]}]" if e["group"] in trials else "")
                         + ("" if e["ended"] else " (never completed: nettop died; run `nettop restore`)")
                         + (f" FAILED: {e['error']}" if e["error"] else "")) for e in entries]
               + [one_line(f"drift: {d.line()}") for d in drift]
@@ -287,7 +314,13 @@ def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
     """The parsed line through the one workflow (`nettop.actions.workflow`), then printed."""
     from nettop.actions.workflow import run_changes
 
-    out = run_changes(t, build_changes(args), confirmed=args.yes, ban=args.ban, dry_run=args.dry_run)
+    guard = None
+    if not args.dry_run:
+        path, res = session_now()
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+        guard = Guard(path, res, getattr(args, "confirm", None), DEFAULT_SECONDS if interactive else None)
+    install_exit_revert()  # a hang-up while a trial is made or counts down reverts it
+    out = run_changes(t, build_changes(args), confirmed=args.yes, ban=args.ban, dry_run=args.dry_run, guard=guard)
     if out.error is not None:
         raise (KernelRefused if out.refused else ActionError)(out.error)
     warn = list(out.warnings)
@@ -301,6 +334,15 @@ def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
     if out.pending:
         raise ActionError("needs confirmation: " + "; ".join(out.confirm) + "; add --yes to go ahead")
     results = list(out.results)
-    _emit({"results": _results(results), "warnings": warn, "irqbalance_ban": out.banned}, as_json,
+    if out.trial is not None:
+        print("\n".join(one_line(r.line()) for r in results), file=sys.stderr)
+        for why in out.trial.why:
+            print(f"on trial: {one_line(why)}", file=sys.stderr)
+        if not countdown(out.trial, "; ".join(r.text for r in results) or "the change"):
+            _emit({"results": _results(results), "warnings": warn, "trial": out.trial.outcome,
+                   "trial_message": out.trial.message}, as_json, [])
+            return 3
+    _emit({"results": _results(results), "warnings": warn, "irqbalance_ban": out.banned,
+           "trial": out.trial.outcome if out.trial is not None else None}, as_json,
           [r.line() for r in results] + [f"warning: {w}" for w in warn])
     return 0

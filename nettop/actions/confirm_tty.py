@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import sys
 import termios
 import time
 import tty
-from typing import IO, Callable
+from typing import IO
 
-from nettop.actions.trial import TrialRun, install_exit_revert
+from nettop.actions.trial import TrialRun
 
 
 def _open_terminal() -> tuple[int | None, bool]:
@@ -31,18 +30,17 @@ def _open_terminal() -> tuple[int | None, bool]:
         return None, False
 
 
-def countdown(run: TrialRun, what: str, out: IO[str] | None = None,
-              on_signal_exit: Callable[[int], None] | None = None) -> bool:
-    """Wait for `y` until the trial's deadline; keep (True) or revert (False) the change."""
+def countdown(run: TrialRun, what: str, out: IO[str] | None = None) -> bool:
+    """Wait for `y` until the trial's deadline; keep (True) or revert (False) the change.
+    A hang-up meanwhile is `trial.install_exit_revert`'s, which the caller set."""
     out = out or sys.stderr
     fd, opened = _open_terminal()
     old = None
-    install_exit_revert(lambda: [run], after=on_signal_exit)
     try:
         if fd is not None:
             try:
                 old = termios.tcgetattr(fd)
-                tty.setcbreak(fd)  # one key press answers, no Enter needed
+                tty.setcbreak(fd, termios.TCSANOW)  # one key answers; keys typed ahead are kept
             except termios.error:
                 old = None
         shown = -1
@@ -85,5 +83,3 @@ def countdown(run: TrialRun, what: str, out: IO[str] | None = None,
                 pass
         if opened and fd is not None:
             os.close(fd)
-        for sig in (signal.SIGHUP, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)

@@ -36,6 +36,7 @@ from nettop.actions.typed import bare, clip, whole
 from nettop.kernel.sysroot import LIVE, SysRoot
 
 TC_H_ROOT = 0xFFFFFFFF
+_RTAB_CELL_MAX = 2048  # the largest size in tbf's rate table: 256 cells of 8 bytes (MTU 1600)
 KINDS = ("pfifo_fast", "pfifo", "bfifo", "tbf", "htb", "fq_codel", "fq", "cake", "mq", "noqueue")
 # kinds with a child per class that `children=KIND` picks, and the kinds a child may be
 PARENTS = ("mq", "tbf")
@@ -253,6 +254,12 @@ class RootQdisc(Setting):
             if params["burst"] * TIME_UNITS_PER_SEC * tick_in_usec / params["rate"] >= 2**32:
                 raise ActionError(f"tbf burst={params['burst']} takes too long to send at rate="
                                   f"{params['rate']} bytes/s; raise the rate or lower the burst", errno.ERANGE)
+            # so does each cell of the rate table (sizes up to 2048 bytes for a 1600-byte MTU)
+            if _RTAB_CELL_MAX * TIME_UNITS_PER_SEC * tick_in_usec / params["rate"] >= 2**32:
+                lowest = int(_RTAB_CELL_MAX * TIME_UNITS_PER_SEC * tick_in_usec / 2**32) + 1
+                raise ActionError(f"tbf rate={params['rate']} bytes/s is too slow for the kernel's rate table "
+                                  f"(a {_RTAB_CELL_MAX}-byte packet must take under 274 s); the lowest rate is "
+                                  f"{lowest} bytes/s", errno.ERANGE)
         child_params = self._child_params(kind, child, value.get("child_params"))
         if kind == "mq" and len(_tx_queues(self.ifname)) < 2:
             raise ActionError(f"mq needs a multi-queue device and {self.ifname} has one tx queue; "

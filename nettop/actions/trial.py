@@ -16,21 +16,24 @@ never reverted. Which changes touch the path is `path_reason`'s question.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
 
-from nettop.actions.base import Plan, Result, Setting
+from nettop.actions.base import ActionError, Plan, Result, Setting
 from nettop.actions.journal import Trial
 from nettop.actions.tuner import Tuner
 from nettop.collectors.session_path import PathResources, SessionPath
 
 DEFAULT_SECONDS = 30.0  # the live view's countdown for a change on the session's path
+GUARDIAN_GRACE_S = 3.0  # a later nettop reverts an overdue trial only once its guardian had its turn
 _IFACE_KINDS = frozenset({"qdisc", "mtu", "txqueuelen", "coalesce", "rings", "channels", "features",
                           "bql", "rps_cpus", "xps_cpus", "rps_flow_cnt"})
 _PER_IFACE_SYSCTL = ("net.ipv4.conf.", "net.ipv6.conf.", "net.ipv4.neigh.", "net.ipv6.neigh.")
@@ -61,6 +64,25 @@ def path_reason(setting: Setting, path: SessionPath | None, res: PathResources |
         if name.startswith("net."):
             return f"sysctl {name} applies to every interface, {path.ifname} (this SSH session's) too"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """How a front end protects the session's path: where it is, and for how long a
+    change on it is on trial (`seconds`: --confirm N, 0 never; None: `default` for a
+    change on the path, None again for none, as for a script)."""
+
+    path: SessionPath | None
+    resources: PathResources | None
+    seconds: float | None = None
+    default: float | None = DEFAULT_SECONDS
+
+    def trial(self, plans: Sequence[Plan]) -> tuple[float | None, list[str]]:
+        """(seconds on trial or None, why) for a group of plans."""
+        reasons = plan_reasons(plans, self.path, self.resources)
+        if self.seconds is not None:
+            return (self.seconds if self.seconds > 0 else None), reasons
+        return (self.default if reasons else None), reasons
 
 
 def plan_reasons(plans: Sequence[Plan], path: SessionPath | None, res: PathResources | None) -> list[str]:
@@ -98,6 +120,16 @@ def systemd_timer_argv(journal_path: str, group: int, seconds: float) -> list[st
             "--group", str(group), "--now"]
 
 
+_ACTIVE: list[TrialRun] = []  # this process's trials still counting down
+_ACTIVE_LOCK = threading.Lock()
+
+
+def active() -> list[TrialRun]:
+    """This process's trials that are neither confirmed nor reverted."""
+    with _ACTIVE_LOCK:
+        return [r for r in _ACTIVE if r.outcome is None]
+
+
 @dataclass
 class TrialRun:
     """One group on trial in this process: its countdown, confirmation and revert."""
@@ -109,7 +141,6 @@ class TrialRun:
     guardian: subprocess.Popen[bytes] | None = None
     outcome: str | None = None  # "confirmed", "reverted", or None while counting down
     message: str = ""
-    _ended: list[Callable[[TrialRun], None]] = field(default_factory=list)
 
     @property
     def group(self) -> int:
@@ -123,7 +154,7 @@ class TrialRun:
         kept = self.tuner.confirm_trial(self.group)
         self.outcome = "confirmed" if kept else "reverted"
         self.message = "kept" if kept else "it was already reverted: not confirmed in time"
-        self._stop_guardian()
+        self._ended()
         return kept
 
     def revert(self, reason: str) -> list[Result] | None:
@@ -131,8 +162,18 @@ class TrialRun:
         results = self.tuner.revert_trial(self.group, reason)
         if results is not None:
             self.outcome, self.message = "reverted", f"reverted: {reason}"
-        self._stop_guardian()
+        elif self.outcome is None:  # another process ended it first: say what it did
+            trial = self.tuner.journal.read_state().trials.get(self.group)
+            self.outcome = trial.outcome if trial is not None and trial.outcome else "reverted"
+            self.message = trial.status() if trial is not None else "ended elsewhere"
+        self._ended()
         return results
+
+    def _ended(self) -> None:
+        with _ACTIVE_LOCK:
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+        self._stop_guardian()
 
     def _stop_guardian(self) -> None:
         g = self.guardian
@@ -149,19 +190,29 @@ def apply_on_trial(tuner: Tuner, plans: Sequence[Plan], seconds: float, why: Seq
                    confirmed: bool = False) -> TrialRun:
     """Apply a group as a trial of `seconds` and start its guardian."""
     text = "; ".join(why) or "on trial (--confirm)"
-    results = tuner.apply(plans, confirmed=confirmed, trial=(seconds, text))
-    group = tuner.last_group()
-    assert group is not None  # apply() sets it before it writes anything
-    guardian = spawn_guardian(tuner.journal.path, group)
-    timer = systemd_timer_argv(tuner.journal.path, group, seconds)
-    if timer is not None:
-        subprocess.run(timer, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False, timeout=10)
-    with tuner.journal.locked() as st:
-        trial = st.trials[group]
-        if guardian is not None:
-            tuner.journal.trial_guardian(st, trial, guardian.pid)
-    return TrialRun(tuner, trial, list(why), results, guardian)
+    with hangups_deferred():  # a hang-up now is handled once the trial is whole
+        try:
+            results = tuner.apply(plans, confirmed=confirmed, trial=(seconds, text))
+        except ActionError as exc:
+            group = tuner.last_group()
+            if group is not None:  # nothing stayed applied (rolled back): the trial is over
+                tuner.revert_trial(group, f"not applied: {exc}")
+            raise
+        group = tuner.last_group()
+        assert group is not None  # apply() sets it before it writes anything
+        guardian = spawn_guardian(tuner.journal.path, group)
+        timer = systemd_timer_argv(tuner.journal.path, group, seconds)
+        if timer is not None:
+            subprocess.run(timer, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False, timeout=10)
+        with tuner.journal.locked() as st:
+            trial = st.trials[group]
+            if guardian is not None:
+                tuner.journal.trial_guardian(st, trial, guardian.pid)
+        run = TrialRun(tuner, trial, list(why), results, guardian)
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(run)
+    return run
 
 
 def revert_overdue(tuner: Tuner, grace: float = 0.0) -> list[Trial]:
@@ -175,17 +226,32 @@ def revert_overdue(tuner: Tuner, grace: float = 0.0) -> list[Trial]:
     return done
 
 
-def install_exit_revert(runs: Callable[[], Sequence[TrialRun]], revert_all: Callable[[], None] | None = None,
+_HANGUPS = {signal.SIGHUP, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def hangups_deferred() -> Iterator[None]:
+    """Hold SIGHUP and SIGTERM while a trial is being applied: a hang-up in the middle
+    would find the Tuner's lock held (a handler would deadlock) or the trial half made
+    (no guardian yet). The held signal is delivered when the block ends, to the handler
+    `install_exit_revert` set, which then finds the trial whole and reverts it."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANGUPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def install_exit_revert(revert_all: Callable[[], None] | None = None,
                         after: Callable[[int], None] | None = None) -> None:
-    """On SIGHUP or SIGTERM (sshd hung up, the window closed): revert every pending trial
-    of `runs()` (and, with `revert_all`, every change: --revert-on-exit) before exiting.
-    `after(signum)` then ends the process (the default: exit with 128 + signum)."""
+    """On SIGHUP or SIGTERM (sshd hung up, the window closed): revert this process's
+    pending trials (and, with `revert_all`, every change: --revert-on-exit) before it
+    ends. `after(signum)` then ends the process (default: exit with 128 + signum)."""
 
     def handler(signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
-        for run in list(runs()):
-            if run.outcome is None:
-                run.revert(f"{name}: the session ended before it was confirmed")
+        for run in active():
+            run.revert(f"{name}: the session ended before it was confirmed")
         if revert_all is not None:
             revert_all()
         if after is not None:
@@ -193,5 +259,28 @@ def install_exit_revert(runs: Callable[[], Sequence[TrialRun]], revert_all: Call
         else:
             os._exit(128 + signum)
 
-    for sig in (signal.SIGHUP, signal.SIGTERM):
+    if threading.current_thread() is not threading.main_thread():
+        return  # Python runs handlers on the main thread only; its owner installs them there
+    for sig in _HANGUPS:
         signal.signal(sig, handler)
+
+
+def session_now() -> tuple[SessionPath | None, PathResources | None]:
+    """The live session's path and what serves it now (one snapshot of its devices), for
+    a command that changes settings once (`nettop set`, `nettop apply`)."""
+    from nettop.collectors.host import HostReader
+    from nettop.collectors.session_path import detect, resources
+
+    path = detect()
+    if path is None or not path.devices:
+        return path, None
+    try:
+        reader = HostReader(ifnames=path.devices)
+    except OSError:
+        return path, None
+    try:
+        return path, resources(path, reader.read())
+    except OSError:
+        return path, None
+    finally:
+        reader.close()

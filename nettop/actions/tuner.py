@@ -97,6 +97,7 @@ class Tuner:
         anything is written, so whatever happens to this process afterwards, the journal
         says the group must be reverted at the deadline unless confirmed
         (nettop.actions.trial)."""
+        self._local.group = None
         self.check_writable()
         reasons = [f"{p.setting.key}: {p.confirm}" for p in plans if p.confirm]
         if reasons and not confirmed:

@@ -26,6 +26,7 @@ from typing import Sequence
 from nettop.actions.base import ActionError, Change, Plan, Result
 from nettop.actions.conflicts import Conflict, find_conflicts
 from nettop.actions.irq import IrqAffinity
+from nettop.actions.trial import Guard, TrialRun, apply_on_trial
 from nettop.actions.tuner import KernelRefused, Tuner
 
 IRQBALANCE_ASK = "irqbalance is running and will move these IRQs back within seconds"
@@ -47,6 +48,8 @@ class Outcome:
     error: str | None = None  # one line; nothing was written (a refused group is rolled back)
     refused: bool = False  # the error is the kernel refusing a write (`nettop set` exits 1)
     dry_run: bool = False
+    trial: TrialRun | None = None  # applied on trial (it touches the SSH session's path): keep or revert it
+    on_path: tuple[str, ...] = ()  # why the change touches the session's path
 
     @property
     def ok(self) -> bool:
@@ -89,7 +92,7 @@ def parse_line(text: str) -> list[Change]:
 
 
 def run_line(tuner: Tuner, text: str, confirmed: bool = False, ban: bool = False, ask: bool = False,
-             dry_run: bool = False) -> Outcome:
+             dry_run: bool = False, guard: Guard | None = None) -> Outcome:
     """A `set` line through the workflow; the line's own `--ban` counts as `ban`."""
     from nettop.actions.cli_set import build_changes
 
@@ -100,27 +103,32 @@ def run_line(tuner: Tuner, text: str, confirmed: bool = False, ban: bool = False
         return Outcome(error=str(exc))
     except ValueError as exc:
         return Outcome(error=f"cannot read that line: {exc}")
+    seconds = getattr(args, "confirm", None)
+    if guard is not None and seconds is not None:  # the line's own --confirm wins
+        guard = replace(guard, seconds=seconds)
     return run_changes(tuner, changes, confirmed=confirmed, ban=ban or bool(getattr(args, "ban", False)),
-                       ask=ask, dry_run=dry_run)
+                       ask=ask, dry_run=dry_run, guard=guard)
 
 
 def run_changes(tuner: Tuner, changes: Sequence[Change], confirmed: bool = False, ban: bool = False,
-                ask: bool = False, dry_run: bool = False) -> Outcome:
+                ask: bool = False, dry_run: bool = False, guard: Guard | None = None) -> Outcome:
     """Plan the changes against the live host, then `run_plans`."""
     try:
         plans = tuner.plan(changes)
     except ActionError as exc:
         return Outcome(error=str(exc))
-    return run_plans(tuner, plans, confirmed=confirmed, ban=ban, ask=ask, dry_run=dry_run)
+    return run_plans(tuner, plans, confirmed=confirmed, ban=ban, ask=ask, dry_run=dry_run, guard=guard)
 
 
 def run_plans(tuner: Tuner, plans: Sequence[Plan], confirmed: bool = False, ban: bool = False,
-              ask: bool = False, dry_run: bool = False) -> Outcome:
+              ask: bool = False, dry_run: bool = False, guard: Guard | None = None) -> Outcome:
     """Conflicts → confirmation → apply (one undo step) → ban: every change passes here.
 
     `confirmed` lets disruptive changes through (`--yes`, the confirm screen's y); `ban`
     bans the moved IRQs from irqbalance once they are written, which resolves irqbalance's
     conflict; `ask` stops before writing when irqbalance would undo the change unbanned.
+    `guard`: a change on the SSH session's path is applied on trial (nettop.actions.trial):
+    the Outcome carries the TrialRun for the front end's countdown.
     """
     irqs = tuple(p.setting.irq for p in plans if isinstance(p.setting, IrqAffinity))
     balancing = bool(irqs) and tuner.irqbalance.running()
@@ -139,8 +147,14 @@ def run_plans(tuner: Tuner, plans: Sequence[Plan], confirmed: bool = False, ban:
             return replace(out, pending=True, confirm=out.confirm + (IRQBALANCE_ASK,))
         if out.confirm:
             return replace(out, pending=True)
+    seconds, on_path = guard.trial(plans) if guard is not None else (None, [])
+    out = replace(out, on_path=tuple(on_path))
     try:
-        results = tuner.apply(plans, confirmed=True)
+        if seconds is None:
+            results = tuner.apply(plans, confirmed=True)
+        else:
+            run = apply_on_trial(tuner, plans, seconds, on_path, confirmed=True)
+            results, out = run.results, replace(out, trial=run)
     except ActionError as exc:
         return replace(out, error=str(exc), refused=isinstance(exc, KernelRefused))
     out = replace(out, results=tuple(results))
