@@ -21,6 +21,7 @@ import time
 from nettop.actions.base import ActionError
 from nettop.actions.journal import Journal
 from nettop.actions.tuner import Tuner
+from nettop.kernel.sysroot import LIVE
 
 POLL_S = 0.5
 GRACE_S = 1.0  # the process that made the change reverts first when it is alive
@@ -41,7 +42,7 @@ def _alive(pid: int | None) -> bool:
 def _protect_from_oom() -> None:
     """The guardian is tiny; ask the OOM killer to take anything else first (root only)."""
     try:
-        with open("/proc/self/oom_score_adj", "w") as f:
+        with open(LIVE.join("proc/self/oom_score_adj"), "w") as f:
             f.write("-1000")
     except OSError:
         pass
