@@ -212,6 +212,9 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
             raise UsageError(f"no interface named {', '.join(unknown)} (see `ip link` for the names)")
     doc = build_document(first, second, compute_rates(first, second), interval)
     doc["problems"].extend(extra)
+    from nettop.collectors import session_path
+
+    doc["session"] = session_path.to_json(session_path.detect(root=root), second)
     if ebpf and doc["ebpf"] is None:
         doc["ebpf"] = {"available": False, "reason": extra[0] if extra else "eBPF probes did not start"}
     if as_json:

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 from nettop.collectors.cpus import read_cpu_nodes
+from nettop.collectors.session_path import SessionPath
 from nettop.doctor import DoctorConfig
 from nettop.doctor.watch import Watch
 from nettop.ebpf.switch import ProbeSwitch
@@ -95,6 +96,7 @@ class LivePipeline:
         self._process: Any = None  # psutil.Process, imported when first asked
         self._routes: tuple[int, ...] = ()
         self._routes_t: float | None = None
+        self._session: SessionPath | None = None
 
     @property
     def doctor_config(self) -> DoctorConfig:
@@ -106,14 +108,26 @@ class LivePipeline:
         return self._mailbox.superseded
 
     def route_ifindexes(self) -> tuple[int, ...]:
-        """The interfaces of the default route (ifindexes, lowest metric first), asked of
-        the kernel over rtnetlink at most every ROUTES_EVERY_S; none for a captured tree."""
-        now = time.monotonic()
-        if self.root.live and (self._routes_t is None or now - self._routes_t >= ROUTES_EVERY_S):
-            from nettop.kernel.routes import read_default_ifindexes
-
-            self._routes, self._routes_t = read_default_ifindexes(), now
+        """The interfaces of the default route (ifindexes, lowest metric first); none for
+        a captured tree. Asked of the kernel on the sampler thread (`_refresh_routes`)."""
         return self._routes
+
+    def session(self) -> SessionPath | None:
+        """The SSH session this process runs in and the devices that carry it; None on
+        the console and for a captured tree (nettop.collectors.session_path)."""
+        return self._session
+
+    def _refresh_routes(self) -> None:
+        """Routes change rarely: the default route and the session's path are asked of
+        the kernel at most every ROUTES_EVERY_S, on the sampler thread, never the UI's."""
+        now = time.monotonic()
+        if not self.root.live or (self._routes_t is not None and now - self._routes_t < ROUTES_EVERY_S):
+            return
+        from nettop.collectors.session_path import detect
+        from nettop.kernel.routes import read_default_ifindexes
+
+        self._routes, self._routes_t = read_default_ifindexes(), now
+        self._session = detect(root=self.root)
 
     def _attach_probes(self, probes: Any) -> None:
         """Hand running eBPF probes to the reader (None: take them away); the reader takes
@@ -163,6 +177,7 @@ class LivePipeline:
 
     def feed(self, snap: Snapshot) -> Point:
         """One new snapshot, through every stage (the sampler's; tests call it directly)."""
+        self._refresh_routes()
         point = self.timeline.append(snap)
         if self._extra_events is not None:
             for event in self._extra_events():

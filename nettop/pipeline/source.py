@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 from nettop.model.timeline import Point, Timeline
 
 if TYPE_CHECKING:
+    from nettop.collectors.session_path import SessionPath
     from nettop.doctor import DoctorConfig
     from nettop.doctor.watch import Watch
     from nettop.ebpf.switch import ProbeSwitch
@@ -59,6 +60,7 @@ class Source(Protocol):
     def paused(self, value: bool) -> None: ...
 
     def route_ifindexes(self) -> tuple[int, ...]: ...  # the default route's interfaces, first first
+    def session(self) -> SessionPath | None: ...  # the SSH session's path; None: console or replay
     def start(self, wake: Wake) -> None: ...
     def take(self) -> Point | None: ...
     def stop(self) -> None: ...

@@ -118,6 +118,9 @@ class ReplaySource:
     def route_ifindexes(self) -> tuple[int, ...]:
         return ()  # the recording does not hold the routes: the summary's own order applies
 
+    def session(self) -> None:
+        return None  # a recording is reviewed, not tuned: no session path to protect
+
     # --- playback ------------------------------------------------------------------------
 
     @property

@@ -104,6 +104,9 @@ class DrawingMixin(_AppBase):
         src = self.source
         state = "PAUSED" if src.paused else src.mode
         parts = [f"nettop {state}", f"every {fmt.interval(src.interval)}"]
+        session = src.session()
+        if session is not None:  # a change on this path is applied on trial
+            parts.insert(1, f"{fmt.SESSION_MARK} ssh via {session.ifname}" if session.ifname else f"{fmt.SESSION_MARK} ssh: path unknown")
         tap = getattr(src, "tap", None)
         status = tap.status() if tap is not None else None
         if status is not None:
@@ -165,7 +168,10 @@ class DrawingMixin(_AppBase):
 
     def _draw_summary(self, point: Point, names: list[str]) -> None:
         points = self.source.timeline.points()[-max(model.IDLE_WINDOW, TREND_WIDTH + 2):]
-        first = model.first_interfaces(point.snapshot, self.source.route_ifindexes())
+        session = self.source.session()
+        carried = [d for d in session.devices if d in point.snapshot.links] if session is not None else []
+        first = carried + [n for n in model.first_interfaces(point.snapshot, self.source.route_ifindexes())
+                           if n not in carried]
         order = model.summary_order(point.rates, names, first)
         # what the operator picked with `i` stays on screen even when idle
         idle = [] if self.picked is not None else model.idle_interfaces(points, order, keep=first)
@@ -173,7 +179,7 @@ class DrawingMixin(_AppBase):
         busy = [n for n in order if n not in idle]
         lat_trend = {t: ys for t, (_, ys) in model.latency_series(points[-TREND_WIDTH:], 1e9).items()}
         data = SummaryData(
-            ifaces=model.iface_summaries(points, busy, first, TREND_WIDTH + 2),
+            ifaces=model.iface_summaries(points, busy, first, TREND_WIDTH + 2, carried),
             idle=[(n, links[n].operstate if n in links else "gone") for n in idle],
             cpus=model.cpu_rows(point), latency=model.latency_rows(point.snapshot), latency_trend=lat_trend,
             qdiscs=model.qdisc_summaries(point, busy), probing=self.source.prober is not None,
@@ -246,6 +252,8 @@ class DrawingMixin(_AppBase):
         def bits(v: float | None) -> float | None:
             return None if v is None else 8 * v
 
+        session = self.source.session()
+        carried = set(session.devices) if session is not None else set()
         # busiest first: on a host with many interfaces the ones moving traffic stay in view
         for name in model.busiest(rates, names, len(names), by_load=True):
             lr = rates.links.get(name) if rates else None
@@ -253,7 +261,7 @@ class DrawingMixin(_AppBase):
             if lr and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
                 drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
             rows.append((name, (
-                (name, ""),
+                (f"{name} {fmt.SESSION_MARK}" if name in carried else name, "first" if name in carried else ""),
                 (fmt.si(bits(lr.rx_bytes_per_s) if lr else None), ""),
                 (fmt.si(bits(lr.tx_bytes_per_s) if lr else None), ""),
                 (fmt.si(lr.rx_packets_per_s if lr else None), ""),
@@ -261,7 +269,7 @@ class DrawingMixin(_AppBase):
                 (fmt.si(drops), "hot" if drops else ""),
             )))
         table = self.query_one(IfaceTable)
-        table.widen("if", label_width(names, 10))
+        table.widen("if", label_width([f"{n} {fmt.SESSION_MARK}" if n in carried else n for n in names], 10))
         table.sync(rows)
         chart = self.query_one("#throughput-chart", ThroughputChart)
         events = self.source.timeline.events()

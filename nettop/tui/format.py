@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 SPARK = "▁▂▃▄▅▆▇█"
 DASH = "-"
+SESSION_MARK = "◆"  # on the interface that carries this SSH session, and in the header
 
 
 def si(x: float | None, unit: str = "") -> str:

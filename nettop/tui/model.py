@@ -9,7 +9,7 @@ does (queue map + IRQ affinity + RPS/XPS + per-queue rates), so both always agre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot
@@ -335,6 +335,7 @@ class IfaceSummary:
     hot_unit: str  # "irq/s" or "pkt/s"
     hot_cpus: str | None  # the CPUs that serve it: effective IRQ affinity, else RPS/XPS
     trend: tuple[float | None, ...]  # rx + tx bit/s of the last points, oldest first
+    session: bool = False  # carries this SSH session (a change on it is applied on trial)
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,7 +410,7 @@ def _queue_cpus(row: QueueRow) -> str | None:
 
 
 def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequence[str],
-                    trend_width: int = 8) -> list[IfaceSummary]:
+                    trend_width: int = 8, session: Collection[str] = ()) -> list[IfaceSummary]:
     """One summary per interface of `names` (in that order), from the newest point."""
     point = points[-1]
     snap, rates = point.snapshot, point.rates
@@ -434,7 +435,7 @@ def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequen
             ok = tl is not None and tl.rx_bytes_per_s is not None and tl.tx_bytes_per_s is not None
             trend.append(8 * (tl.rx_bytes_per_s + tl.tx_bytes_per_s) if ok else None)  # type: ignore[operator, union-attr]
         out.append(IfaceSummary(
-            name=name, first=name in first, state=link.operstate if link else "gone",
+            name=name, first=name in first, session=name in session, state=link.operstate if link else "gone",
             rx_bits=8 * lr.rx_bytes_per_s if lr and lr.rx_bytes_per_s is not None else None,
             tx_bits=8 * lr.tx_bytes_per_s if lr and lr.tx_bytes_per_s is not None else None,
             packets_per_s=pps, drops_per_s=drops,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from nettop.collectors.session_path import SessionPath
 from nettop.doctor import DoctorConfig
 from nettop.ebpf.sample import DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost
 from nettop.ebpf.sample import SoftirqCounts as EbpfSoftirq
@@ -53,6 +54,7 @@ class ScriptedSource:
         self._wake: Wake | None = None
         self.tap: RecordingTap | None = RecordingTap(open_live_recording)  # the record key works as live
         self.routes = routes  # ifindexes of the default route, as LiveSource reads them
+        self.session_path: SessionPath | None = None  # a test's SSH session, as detect() finds one
         self.doctor: Watch | None = None  # a test may give it the live source's Watch
         self.probe_switch: ProbeSwitch | None = None  # the eBPF key says there are no probes
         self.prober: Prober | None = None
@@ -63,6 +65,9 @@ class ScriptedSource:
 
     def route_ifindexes(self) -> tuple[int, ...]:
         return self.routes
+
+    def session(self) -> SessionPath | None:
+        return self.session_path
 
     @property
     def superseded(self) -> int:

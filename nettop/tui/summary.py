@@ -106,7 +106,7 @@ def iface_lines(rows: Sequence[IfaceSummary], idle: Sequence[tuple[str, str]], w
         if folded and len(rows) == body:  # the idle line needs a line of its own
             shown, hidden = shown[:-1], shown[-1:]
     for r in shown:
-        mark = "●" if r.first else " "
+        mark = fmt.SESSION_MARK if r.session else "●" if r.first else " "
         name = _fit(r.name, name_w - 2) + " " + mark
         line: list[Run] = [(" " + name.ljust(name_w), "first" if r.first else "")]
         if r.state not in ("up", "unknown") and r.rx_bits in (None, 0.0):
