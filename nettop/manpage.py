@@ -90,7 +90,8 @@ def _option_lines(parser: argparse.ArgumentParser) -> list[str]:
 
 def _section(parser: argparse.ArgumentParser, path: str, summary: str) -> list[str]:
     lines = [f'.SS "{escape(path)}"', escape(summary.rstrip(".") + ".") if summary else "",
-             ".PP", f"\\fB{escape(path)}\\fR {escape(_synopsis(parser).removeprefix(path).strip())}"]
+             # `\:` lets troff break a long {a,b,c} choice list after a comma
+             ".PP", f"\\fB{escape(path)}\\fR " + escape(_synopsis(parser).removeprefix(path).strip()).replace(",", ",\\:")]
     if parser.description and parser.description != summary:
         lines += [".PP", escape(parser.description)]
     opts = _option_lines(parser)
