@@ -114,7 +114,7 @@ class Recorder:
                  max_size: int | None = None, meta: dict[str, Any] | None = None,
                  journal: str | None = None, out: TextIO | None = None,
                  on_snapshot: Callable[[Snapshot], None] | None = None,
-                 latency_target_ms: float | None = None) -> None:
+                 latency_target_ms: float | None = None, rotation: Any = None, clock: Any = None) -> None:
         self.reader = reader
         self.path = path
         self.interval = interval
@@ -128,6 +128,9 @@ class Recorder:
         self.out = out if out is not None else sys.stdout
         self.on_snapshot = on_snapshot
         self.stop_event = threading.Event()
+        self.rotation = rotation  # rotate.Rotation: `record --dir`, one file per period
+        self.clock = clock  # wallclock.Clock for the files' times; None: the system's
+        self.hup = threading.Event()  # SIGHUP: the next sample goes into a new file
         self._queue: queue.Queue[Snapshot | BaseException] = queue.Queue(maxsize=1000)
         self.timeline = Timeline(max_points=2)
         from nettop.doctor import DoctorConfig
@@ -136,6 +139,15 @@ class Recorder:
 
     def request_stop(self, *_: Any) -> None:
         self.stop_event.set()
+
+    def request_rotate(self, *_: Any) -> None:
+        self.hup.set()
+
+    def _open_writer(self) -> Any:
+        if self.rotation is None:
+            return Writer(self.path, self.meta)
+        from nettop.record.rotate import DirWriter
+        return DirWriter(self.rotation, self.meta, clock=self.clock, hup=self.hup)
 
     def _on_sample(self, snap: Snapshot) -> None:
         try:
@@ -146,7 +158,7 @@ class Recorder:
     def run(self) -> Result:
         from nettop.model.sampler import Sampler
 
-        writer = Writer(self.path, self.meta)
+        writer = self._open_writer()
         sampler = Sampler(self.reader, self.interval, self._on_sample)
         started = time.monotonic()
         reason, ok = "stopped", True
@@ -184,7 +196,7 @@ class Recorder:
         return Result(writer.samples, reason, ok)
 
     def _status(self, writer: Writer, size: int, tty: bool) -> None:
-        line = f"nettop: recording {self.path}: {writer.samples} samples, {size / 1e6:.1f} MB"
+        line = f"nettop: recording {writer.path}: {writer.samples} samples, {size / 1e6:.1f} MB"
         if tty:
             self.out.write("\r" + line + "\x1b[K")
             self.out.flush()
@@ -195,8 +207,8 @@ class Recorder:
 
 def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, interval: float = 1.0,
            duration: float | None = None, max_size: int | None = None, prober: Any = None,
-           journal: str | None = None, latency_target_ms: float | None = None) -> int:
-    """`nettop --record FILE`: returns the exit status; every failure is one line on stderr."""
+           journal: str | None = None, latency_target_ms: float | None = None, rotation: Any = None) -> int:
+    """`nettop --record FILE` (`rotation`: `record --dir`): returns the exit status; every failure is one line on stderr."""
     from nettop.collectors.host import HostReader
     from nettop.kernel.sysroot import LIVE
 
@@ -209,8 +221,11 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
     reader = HostReader(root, ifnames, prober=prober)
     meta = {"host": reader.host, "kernel": reader.kernel, "cpu_nodes": _cpu_nodes(root),
             "started": time.time(), "root": root.path if hasattr(root, "path") else "/"}
-    rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms)
+    rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms,
+                   rotation=rotation)
     old = {s: signal.signal(s, rec.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    if rotation is not None:
+        old[signal.SIGHUP] = signal.signal(signal.SIGHUP, rec.request_rotate)
     try:
         result = rec.run()
     except RecordingError as exc:

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable, Mapping
 
-from nettop.record.store import Reader
+from nettop.record.series import open_recording
 from nettop.model.timeline import Event, Point, Timeline
 
 MIN_SPEED, MAX_SPEED = 1.0, 60.0
@@ -26,7 +26,7 @@ class ReplaySource:
     """Plays `path`; `mode` is "replay" and tuning is off (`is_root` False)."""
 
     def __init__(self, path: str, speed: float = 1.0, max_points: int = 3600) -> None:
-        self.reader = Reader(path)
+        self.reader = open_recording(path)  # a file, or a `record --dir` directory as one
         self.path = path
         self.mode = "replay"
         self.is_root = False  # the app's tuning actions stay disabled

@@ -1,0 +1,187 @@
+"""A directory of recordings (`nettop record --dir`) read as one recording.
+
+The files are named `nettop-NNNNNN-YYYYmmddTHHMMSSZ.nettop`: NNNNNN is the file's
+sequence number, which orders them (never the wall time in the name, which a stepped
+clock can make go back), and the UTC time when the file was opened is for people.
+`Recordings` puts their samples in one index, in recorded order, so replay steps and
+seeks across files as in one file, and `report`/`export` read a time window of them.
+The reader of each file is the single-file `store.Reader`; this only maps positions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+from nettop.model.snapshot import Snapshot
+from nettop.model.timeline import Event
+from nettop.record import wallclock
+from nettop.record.store import Reader, RecordingError, SampleInfo
+
+NAME = re.compile(r"^nettop-(\d{6,})-(\d{8}T\d{6}Z)\.nettop$")
+
+
+def file_name(seq: int, t_wall: float) -> str:
+    return f"nettop-{seq:06d}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(t_wall))}.nettop"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    seq: int
+    path: str
+
+
+def listing(directory: str) -> list[Entry]:
+    """The recordings in `directory`, oldest (lowest sequence) first; other files ignored."""
+    out = []
+    for name in os.listdir(directory):
+        m = NAME.match(name)
+        if m:
+            out.append(Entry(int(m.group(1)), os.path.join(directory, name)))
+    return sorted(out, key=lambda e: e.seq)
+
+
+class Recording(Protocol):
+    """What replay, report and export read: one file (`store.Reader`) or a directory."""
+
+    path: str
+    meta: dict[str, str]
+    index: list[SampleInfo]
+
+    @property
+    def warnings(self) -> list[str]: ...
+
+    def __len__(self) -> int: ...
+
+    def snapshot(self, seq: int) -> Snapshot | None: ...
+
+    def snapshots(self, start: int = 0, stop: int | None = None) -> Iterator[Snapshot]: ...
+
+    def events(self) -> list[Event]: ...
+
+    def position(self, t_wall: float) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class Recordings:
+    """The files of a directory (or one file) as one recording; `index[i].seq` is the position `i`.
+
+    `since`/`until` (wall times) keep only the samples taken between them, so a report
+    of an hour opens the files of that hour and closes the others once indexed."""
+
+    def __init__(self, directory: str, since: float | None = None, until: float | None = None) -> None:
+        self.path = directory
+        if os.path.isfile(directory):  # one file, read through the same window
+            entries = [Entry(0, directory)]
+        elif not os.path.isdir(directory):
+            raise RecordingError(f"{directory}: no such file or directory")
+        else:
+            try:
+                entries = listing(directory)
+            except OSError as exc:
+                raise RecordingError(f"{directory}: {exc.strerror}") from None
+        if not entries:
+            raise RecordingError(f"{directory} holds no nettop recordings (nettop-NNNNNN-*.nettop)")
+        self._readers: list[Reader] = []
+        self._local: list[list[int]] = []  # per reader: the seqs of its samples kept, in order
+        self._starts: list[int] = []  # per reader: global position of its first kept sample
+        self._closed: list[Reader] = []
+        self._warnings: list[str] = []
+        self.index: list[SampleInfo] = []
+        for entry in entries:
+            try:
+                reader = Reader(entry.path)
+            except RecordingError as exc:
+                self._warnings.append(str(exc))
+                continue
+            kept = [s for s in reader.index if (since is None or s.t_wall >= since) and (until is None or s.t_wall <= until)]
+            if not kept and (since is not None or until is not None):
+                self._closed.append(reader)
+                reader.close()
+                continue
+            self._starts.append(len(self.index))
+            self._readers.append(reader)
+            self._local.append([s.seq for s in kept])
+            self.index.extend(SampleInfo(len(self.index) + i, s.t_wall, s.t_mono) for i, s in enumerate(kept))
+        if not self._readers and not self._closed:
+            raise RecordingError(f"{directory}: no readable recording ({'; '.join(self._warnings)})")
+        first = (self._readers or self._closed)[0]
+        self.meta = dict(first.meta)
+        self._runs = wallclock.runs(self.index)
+        self._steps = wallclock.steps(self.index)
+
+    @property
+    def warnings(self) -> list[str]:
+        out = list(self._warnings)
+        for r in self._readers + self._closed:
+            out += [w for w in r.warnings if w not in out]
+        return out
+
+    @property
+    def files(self) -> list[str]:
+        """The files whose samples are in the index, in order."""
+        return [r.path for r in self._readers]
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def _where(self, pos: int) -> tuple[Reader, int]:
+        f = bisect.bisect_right(self._starts, pos) - 1
+        return self._readers[f], self._local[f][pos - self._starts[f]]
+
+    def file_of(self, pos: int) -> str:
+        return self._where(pos)[0].path
+
+    def snapshot(self, seq: int) -> Snapshot | None:
+        if not 0 <= seq < len(self.index):
+            return None
+        reader, local = self._where(seq)
+        return reader.snapshot(local)
+
+    def snapshots(self, start: int = 0, stop: int | None = None) -> Iterator[Snapshot]:
+        for info in self.index[start:stop]:
+            snap = self.snapshot(info.seq)
+            if snap is not None:
+                yield snap
+
+    def events(self) -> list[Event]:
+        """Every file's events in recorded order, with a `problem` where the wall clock
+        was stepped; events of samples outside since/until are left out."""
+        placed: list[tuple[int, int, Event]] = []
+        for f, reader in enumerate(self._readers):
+            local = self._local[f]
+            if not local:
+                continue
+            for seq, e in reader.positioned_events():
+                i = bisect.bisect_left(local, seq)
+                if seq and (i == len(local) or local[i] != seq):
+                    continue  # its sample is outside the window
+                placed.append((self._starts[f] + min(i, len(local) - 1), 0, e))
+        for step in self._steps:
+            placed.append((step.pos, -1, Event(self.index[step.pos].t_wall, "problem", step.text())))
+        placed.sort(key=lambda p: (p[0], p[1]))  # stable: a file's own order stays
+        return [e for _, _, e in placed]
+
+    @property
+    def clock_steps(self) -> list[wallclock.Step]:
+        return list(self._steps)
+
+    def position(self, t_wall: float) -> int:
+        return wallclock.position(self.index, t_wall, self._runs)
+
+    def close(self) -> None:
+        for r in self._readers:
+            r.close()
+
+
+def open_recording(path: str, since: float | None = None, until: float | None = None) -> Reader | Recordings:
+    """A file as a `store.Reader`, a directory of `record --dir` files (or a time window
+    of a file) as `Recordings`."""
+    if os.path.isdir(path) or since is not None or until is not None:
+        return Recordings(path, since, until)
+    return Reader(path)
