@@ -104,10 +104,11 @@ class Recordings:
                 self._closed.append(reader)
                 reader.close()
                 continue
-            self._starts.append(len(self.index))
+            start = len(self.index)
+            self._starts.append(start)
             self._readers.append(reader)
             self._local.append([s.seq for s in kept])
-            self.index.extend(SampleInfo(len(self.index) + i, s.t_wall, s.t_mono) for i, s in enumerate(kept))
+            self.index.extend([SampleInfo(start + i, s.t_wall, s.t_mono) for i, s in enumerate(kept)])
         if not self._readers and not self._closed:
             raise RecordingError(f"{directory}: no readable recording ({'; '.join(self._warnings)})")
         first = (self._readers or self._closed)[0]
