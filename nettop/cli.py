@@ -107,7 +107,7 @@ def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-un
     rp.add_argument("file", metavar="FILE|DIR", help="a recording, or a `record --dir` directory")
     rp.add_argument("--speed", type=float, default=1.0, help="playback speed 1-60 (default 1)")
     rp.add_argument("--at", type=_when, default=None, metavar="TIME",
-                    help='start at this wall time ("2026-11-25 03:12" local, "... UTC", -2h)')
+                    help='start at this wall time ("2026-11-25 03:12", UTC unless "+01:00" follows; -2h)')
     ex = sub.add_parser("export", help="rates per sample of a recording as CSV or JSON")
     ex.add_argument("file", metavar="FILE|DIR", help="a recording, or a `record --dir` directory")
     _window_args(ex)
@@ -129,7 +129,7 @@ def _when(text: str) -> float:
 
 def _window_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--since", type=_when, default=None, metavar="TIME",
-                   help='only samples from this wall time on ("2026-11-25 03:00" local, "... UTC", -2h)')
+                   help='only samples from this wall time on ("2026-11-25 03:00", UTC unless "+01:00" follows; -2h)')
     p.add_argument("--until", type=_when, default=None, metavar="TIME", help="only samples up to this wall time")
 
 

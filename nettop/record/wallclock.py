@@ -118,9 +118,9 @@ def position(index: Sequence[Timed], t_wall: float, spans: list[tuple[int, int]]
 def parse_when(text: str, now: float | None = None) -> float:
     """A wall time a person types, as Unix time; ValueError with one line.
 
-    "2026-11-25 03:12", "2026-11-25T03:12:30" (this host's local time, as journalctl
-    reads it), the same ending in "Z", "UTC" or "+01:00", "@1795000000" (Unix time),
-    or "-90m" / "-2h" (that long ago)."""
+    "2026-11-25 03:12", "2026-11-25T03:12:30" (UTC, as nettop shows every time: the
+    report, the replay header and its `g` prompt), the same ending in "Z", "UTC" or an
+    offset such as "+01:00", "@1795000000" (Unix time), or "-90m" / "-2h" (that long ago)."""
     import datetime as dt
 
     t = text.strip()
@@ -144,5 +144,7 @@ def parse_when(text: str, now: float | None = None) -> float:
         except ValueError:
             pass
         else:
-            return when.timestamp()  # naive: local time
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=dt.timezone.utc)
+            return when.timestamp()
     raise ValueError(f"time {text!r} is not a time (e.g. \"2026-11-25 03:12\", \"2026-11-25 03:12 UTC\", -2h, @1795000000)")
