@@ -167,7 +167,8 @@ class SteppedReader:
         return dataclasses.replace(snap, t_wall=self.clock.wall())
 
 
-def _record_with_step(directory: str, step: float) -> Recorder:
+def _record_with_step(directory: str, step: float) -> int:
+    """Record for 3.5 s with the wall clock stepped at the 15th sample; the number of reads."""
     clock = SteppedClock(step)
     reader = SteppedReader(clock, at=15)
     rec = Recorder(reader, directory, interval=0.1, duration=None, out=io.StringIO(),
@@ -180,18 +181,19 @@ def _record_with_step(directory: str, step: float) -> Recorder:
         stopper.join()
         reader.host.close()
     assert result.ok, result.reason
-    return rec
+    return reader.reads
 
 
 @pytest.mark.parametrize("step", [-3600.0, 3600.0])
 def test_a_wall_clock_stepped_an_hour_loses_and_reorders_no_sample_and_says_where(tmp_path, step):
     d = str(tmp_path / "rec")
-    _record_with_step(d, step)
+    reads = _record_with_step(d, step)
     r = Recordings(d)
     snaps = list(r.snapshots())
-    assert len(snaps) == len(r) >= 25 and r.warnings == []
-    gaps = [b.t_mono - a.t_mono for a, b in zip(snaps, snaps[1:])]
-    assert all(0 < g < 0.6 for g in gaps), max(gaps)  # recorded order, nothing missing
+    assert len(snaps) == len(r) >= 20 and r.warnings == []
+    assert reads - 2 <= len(snaps) <= reads  # every sample read is there (one may be in flight at the stop)
+    assert all(b.t_mono > a.t_mono for a, b in zip(snaps, snaps[1:]))  # in the order taken
+    assert len(r.clock_steps) == 1, r.clock_steps
     (found,) = r.clock_steps
     assert found.pos == 14 and found.seconds == pytest.approx(step, abs=0.5)
     way = "back" if step < 0 else "forward"

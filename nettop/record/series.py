@@ -76,7 +76,8 @@ class Recordings:
 
     def __init__(self, directory: str, since: float | None = None, until: float | None = None) -> None:
         self.path = directory
-        if os.path.isfile(directory):  # one file, read through the same window
+        single = os.path.isfile(directory)
+        if single:  # one file, read the same way: a window, its clock steps
             entries = [Entry(0, directory)]
         elif not os.path.isdir(directory):
             raise RecordingError(f"{directory}: no such file or directory")
@@ -97,9 +98,11 @@ class Recordings:
             try:
                 reader = Reader(entry.path)
             except RecordingError as exc:
+                if single:
+                    raise
                 self._warnings.append(str(exc))
                 continue
-            kept = [s for s in reader.index if (since is None or s.t_wall >= since) and (until is None or s.t_wall <= until)]
+            kept = [s for s in reader.index if since is None and until is None or _within(s, since, until)]
             if not kept and (since is not None or until is not None):
                 self._closed.append(reader)
                 reader.close()
@@ -108,7 +111,7 @@ class Recordings:
             self._starts.append(start)
             self._readers.append(reader)
             self._local.append([s.seq for s in kept])
-            self.index.extend([SampleInfo(start + i, s.t_wall, s.t_mono) for i, s in enumerate(kept)])
+            self.index.extend(_indexed(start, kept, self.index[-1] if self.index else None))
         if not self._readers and not self._closed:
             raise RecordingError(f"{directory}: no readable recording ({'; '.join(self._warnings)})")
         first = (self._readers or self._closed)[0]
@@ -180,9 +183,23 @@ class Recordings:
             r.close()
 
 
-def open_recording(path: str, since: float | None = None, until: float | None = None) -> Reader | Recordings:
-    """A file as a `store.Reader`, a directory of `record --dir` files (or a time window
-    of a file) as `Recordings`."""
-    if os.path.isdir(path) or since is not None or until is not None:
-        return Recordings(path, since, until)
-    return Reader(path)
+def _within(s: SampleInfo, since: float | None, until: float | None) -> bool:
+    t = s.t_wall
+    return isinstance(t, (int, float)) and (since is None or t >= since) and (until is None or t <= until)
+
+
+def _indexed(start: int, kept: list[SampleInfo], before: SampleInfo | None) -> list[SampleInfo]:
+    """Index entries numbered from `start`. A damaged row's time that is no number takes
+    the time before it, so ordering and seeking work; decoding then judges the row."""
+    out = []
+    wall, mono = (before.t_wall, before.t_mono) if before else (0.0, 0.0)
+    for i, s in enumerate(kept):
+        wall = s.t_wall if isinstance(s.t_wall, (int, float)) and s.t_wall == s.t_wall else wall
+        mono = s.t_mono if isinstance(s.t_mono, (int, float)) and s.t_mono == s.t_mono else mono
+        out.append(SampleInfo(start + i, wall, mono))
+    return out
+
+
+def open_recording(path: str, since: float | None = None, until: float | None = None) -> Recordings:
+    """A recording file, or a directory of `record --dir` files, as one recording."""
+    return Recordings(path, since, until)
