@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import os
 import subprocess
 import sys
 import threading
@@ -100,6 +101,21 @@ def test_at_opens_the_right_file_at_the_right_sample(series):
         assert src.seek(at + 0.5).snapshot.t_wall == T0 + 192  # the last sample at or before it
     finally:
         src.stop()
+
+
+def test_few_files_stay_open_and_one_deleted_meanwhile_costs_only_its_samples(series, tmp_path):
+    import shutil
+    from nettop.record.series import OPEN_FILES
+    d = tmp_path / "copy"
+    shutil.copytree(series, d)
+    r = Recordings(str(d))
+    assert len(list(r.snapshots())) == N and len(r._open) <= OPEN_FILES
+    os.unlink(r.files[2])  # retention of a running recorder while someone replays
+    r.close()
+    got = [s.t_wall for s in r.snapshots()]
+    assert got == [T0 + i for i in range(N) if not 120 <= i < 180]
+    assert r.warnings == [f"{r.files[2]}: no such file (deleted since it was indexed?)"]
+    r.close()
 
 
 def _export(path, *args):

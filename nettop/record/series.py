@@ -14,6 +14,7 @@ import bisect
 import os
 import re
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterator, Protocol
 
@@ -22,6 +23,7 @@ from nettop.model.timeline import Event
 from nettop.record import wallclock
 from nettop.record.store import Reader, RecordingError, SampleInfo
 
+OPEN_FILES = 4  # files kept open for reading: the one played, its neighbours
 NAME = re.compile(r"^nettop-(\d{6,})-(\d{8}T\d{6}Z)\.nettop$")
 
 
@@ -71,8 +73,10 @@ class Recording(Protocol):
 class Recordings:
     """The files of a directory (or one file) as one recording; `index[i].seq` is the position `i`.
 
-    `since`/`until` (wall times) keep only the samples taken between them, so a report
-    of an hour opens the files of that hour and closes the others once indexed."""
+    `since`/`until` (wall times) keep only the samples taken between them. Each file is
+    opened once to index it and then closed; at most OPEN_FILES stay open for reading
+    (a month of hourly files would otherwise hold thousands of descriptors), and a file
+    deleted since (retention of a running recorder) costs its samples with one warning."""
 
     def __init__(self, directory: str, since: float | None = None, until: float | None = None) -> None:
         self.path = directory
@@ -88,12 +92,14 @@ class Recordings:
                 raise RecordingError(f"{directory}: {exc.strerror}") from None
         if not entries:
             raise RecordingError(f"{directory} holds no nettop recordings (nettop-NNNNNN-*.nettop)")
-        self._readers: list[Reader] = []
-        self._local: list[list[int]] = []  # per reader: the seqs of its samples kept, in order
-        self._starts: list[int] = []  # per reader: global position of its first kept sample
-        self._closed: list[Reader] = []
+        self._paths: list[str] = []
+        self._local: list[list[int]] = []  # per file: the seqs of its samples kept, in order
+        self._starts: list[int] = []  # per file: global position of its first kept sample
+        self._events: list[list[tuple[int, Event]]] = []  # per file: (its seq, event)
+        self._open: OrderedDict[int, Reader] = OrderedDict()
         self._warnings: list[str] = []
         self.index: list[SampleInfo] = []
+        self.meta: dict[str, str] = {}
         for entry in entries:
             try:
                 reader = Reader(entry.path)
@@ -102,50 +108,73 @@ class Recordings:
                     raise
                 self._warnings.append(str(exc))
                 continue
-            kept = [s for s in reader.index if since is None and until is None or _within(s, since, until)]
-            if not kept and (since is not None or until is not None):
-                self._closed.append(reader)
+            try:
+                self.meta = self.meta or dict(reader.meta)
+                kept = [s for s in reader.index if since is None and until is None or _within(s, since, until)]
+                if not kept and (since is not None or until is not None):
+                    continue
+                start = len(self.index)
+                self._starts.append(start)
+                self._paths.append(entry.path)
+                self._local.append([s.seq for s in kept])
+                self._events.append(reader.positioned_events())
+                self.index.extend(_indexed(start, kept, self.index[-1] if self.index else None))
+            finally:
+                self._keep_warnings(reader)
                 reader.close()
-                continue
-            start = len(self.index)
-            self._starts.append(start)
-            self._readers.append(reader)
-            self._local.append([s.seq for s in kept])
-            self.index.extend(_indexed(start, kept, self.index[-1] if self.index else None))
-        if not self._readers and not self._closed:
+        if not self.meta:
             raise RecordingError(f"{directory}: no readable recording ({'; '.join(self._warnings)})")
-        first = (self._readers or self._closed)[0]
-        self.meta = dict(first.meta)
         self._runs = wallclock.runs(self.index)
         self._steps = wallclock.steps(self.index)
 
+    def _keep_warnings(self, reader: Reader) -> None:
+        self._warnings += [w for w in reader.warnings if w not in self._warnings]
+
     @property
     def warnings(self) -> list[str]:
-        out = list(self._warnings)
-        for r in self._readers + self._closed:
-            out += [w for w in r.warnings if w not in out]
-        return out
+        for r in self._open.values():
+            self._keep_warnings(r)
+        return list(self._warnings)
 
     @property
     def files(self) -> list[str]:
         """The files whose samples are in the index, in order."""
-        return [r.path for r in self._readers]
+        return list(self._paths)
 
     def __len__(self) -> int:
         return len(self.index)
 
-    def _where(self, pos: int) -> tuple[Reader, int]:
-        f = bisect.bisect_right(self._starts, pos) - 1
-        return self._readers[f], self._local[f][pos - self._starts[f]]
+    def _file(self, pos: int) -> int:
+        return bisect.bisect_right(self._starts, pos) - 1
+
+    def _reader(self, f: int) -> Reader | None:
+        reader = self._open.get(f)
+        if reader is not None:
+            self._open.move_to_end(f)
+            return reader
+        try:
+            reader = Reader(self._paths[f])
+        except RecordingError as exc:
+            line = f"{exc} (deleted since it was indexed?)"
+            if line not in self._warnings:
+                self._warnings.append(line)
+            return None
+        self._open[f] = reader
+        while len(self._open) > OPEN_FILES:
+            _, old = self._open.popitem(last=False)
+            self._keep_warnings(old)
+            old.close()
+        return reader
 
     def file_of(self, pos: int) -> str:
-        return self._where(pos)[0].path
+        return self._paths[self._file(pos)]
 
     def snapshot(self, seq: int) -> Snapshot | None:
         if not 0 <= seq < len(self.index):
             return None
-        reader, local = self._where(seq)
-        return reader.snapshot(local)
+        f = self._file(seq)
+        reader = self._reader(f)
+        return None if reader is None else reader.snapshot(self._local[f][seq - self._starts[f]])
 
     def snapshots(self, start: int = 0, stop: int | None = None) -> Iterator[Snapshot]:
         for info in self.index[start:stop]:
@@ -157,11 +186,10 @@ class Recordings:
         """Every file's events in recorded order, with a `problem` where the wall clock
         was stepped; events of samples outside since/until are left out."""
         placed: list[tuple[int, int, Event]] = []
-        for f, reader in enumerate(self._readers):
-            local = self._local[f]
+        for f, local in enumerate(self._local):
             if not local:
                 continue
-            for seq, e in reader.positioned_events():
+            for seq, e in self._events[f]:
                 i = bisect.bisect_left(local, seq)
                 if seq and (i == len(local) or local[i] != seq):
                     continue  # its sample is outside the window
@@ -179,7 +207,9 @@ class Recordings:
         return wallclock.position(self.index, t_wall, self._runs)
 
     def close(self) -> None:
-        for r in self._readers:
+        while self._open:
+            _, r = self._open.popitem()
+            self._keep_warnings(r)
             r.close()
 
 
