@@ -277,6 +277,12 @@ def cmd_replay(path: str, speed: float = 1.0, at: float | None = None) -> int:
         print(f"nettop: {path} holds no intact sample", file=sys.stderr)
         return 1
     if at is not None:
+        walls = [s.t_wall for s in source.reader.index]
+        utc = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+        if at < min(walls):
+            print(f"nettop: --at {utc} is before {path} starts; showing its first sample", file=sys.stderr)
+        elif at > max(walls):
+            print(f"nettop: --at {utc} is after {path} ends; showing its last sample", file=sys.stderr)
         source.seek(at)
     from nettop.tui.app import run
     return run(source)  # type: ignore[arg-type]

@@ -256,3 +256,17 @@ def test_position_over_a_stepped_index_is_pure():
     assert wallclock.position(idx, 75) == 4  # between 51 and 103 of the second run
     gap = [S(100, 0), S(102, 2), S(50, 3), S(51, 4)]
     assert wallclock.position(gap, 75) == 3  # no run covers it: the latest sample before it
+
+
+def test_replay_at_a_time_outside_the_recording_says_so_in_one_line(series, monkeypatch, capsys):
+    import nettop.tui.app
+    from nettop.cli import main
+    shown = []
+    monkeypatch.setattr(nettop.tui.app, "run", lambda source: shown.append(source.take().snapshot.t_wall) or 0)
+    assert main(["replay", series, "--at", "2027-01-15 07:00"]) == 0
+    assert main(["replay", series, "--at", "2027-01-15 09:00"]) == 0
+    assert main(["replay", series, "--at", "2027-01-15 08:01:00"]) == 0
+    assert shown == [T0, T0 + N - 1, T0 + 60]
+    assert capsys.readouterr().err == (
+        f"nettop: --at 2027-01-15 07:00:00 UTC is before {series} starts; showing its first sample\n"
+        f"nettop: --at 2027-01-15 09:00:00 UTC is after {series} ends; showing its last sample\n")

@@ -131,6 +131,7 @@ class Recorder:
         self.rotation = rotation  # rotate.Rotation: `record --dir`, one file per period
         self.clock = clock  # wallclock.Clock for the files' times; None: the system's
         self.hup = threading.Event()  # SIGHUP: the next sample goes into a new file
+        self.lost = 0
         self._queue: queue.Queue[Snapshot | BaseException] = queue.Queue(maxsize=1000)
         self.timeline = Timeline(max_points=2)
         from nettop.doctor import DoctorConfig
@@ -193,6 +194,7 @@ class Recorder:
             writer.close()
         if tty:
             self.out.write("\n")
+        self.lost = getattr(writer, "lost", 0)  # `--dir`: dropped while the disk was full
         return Result(writer.samples, reason, ok)
 
     def _status(self, writer: Writer, size: int, tty: bool) -> None:
@@ -238,6 +240,8 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
         if prober is not None:
             prober.stop()
     msg = f"nettop: {result.reason}; {result.samples} samples in {path}"
+    if rec.lost:
+        msg += f" ({rec.lost} lost while nothing could be written)"
     print(msg, file=sys.stdout if result.ok else sys.stderr)
     return 0 if result.ok else 1
 

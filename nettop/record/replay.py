@@ -84,6 +84,8 @@ class ReplaySource:
         self._wake_fn = wake
         if self._pos < 0:
             self.step(1)
+        elif self._pending is not None:
+            wake()  # a seek before start (`replay --at`) published its point to nobody yet
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="nettop-replay", daemon=True)
             self._thread.start()
