@@ -97,6 +97,17 @@ def test_a_new_recorder_goes_on_with_the_next_sequence_number(tmp_path, base):
     assert [e.seq for e in listing(str(tmp_path))] == [1, 2]
 
 
+def test_a_second_recorder_into_the_same_directory_is_one_line(tmp_path, base):
+    first = DirWriter(Rotation(str(tmp_path)), {}, clock=FakeClock(), out=io.StringIO(), err=io.StringIO())
+    with pytest.raises(RecordingError) as err:
+        DirWriter(Rotation(str(tmp_path)), {}, clock=FakeClock(), out=io.StringIO(), err=io.StringIO())
+    assert str(err.value) == (f"another nettop (pid {os.getpid()}) is recording into {tmp_path}; "
+                              "stop it or choose another --dir")
+    first.close()
+    DirWriter(Rotation(str(tmp_path)), {}, clock=FakeClock(), out=io.StringIO(), err=io.StringIO()).close()
+    assert [e.seq for e in listing(str(tmp_path))] == [1, 2]
+
+
 def test_keep_size_deletes_the_oldest_first_never_the_current(tmp_path, base):
     clock = FakeClock()
     out = io.StringIO()

@@ -148,7 +148,7 @@ class Recorder:
         if self.rotation is None:
             return Writer(self.path, self.meta)
         from nettop.record.rotate import DirWriter
-        return DirWriter(self.rotation, self.meta, clock=self.clock, hup=self.hup)
+        return DirWriter(self.rotation, self.meta, clock=self.clock, hup=self.hup, out=self.out)
 
     def _on_sample(self, snap: Snapshot) -> None:
         try:
@@ -202,7 +202,7 @@ class Recorder:
         if tty:
             self.out.write("\r" + line + "\x1b[K")
             self.out.flush()
-        elif writer.samples == 1 or writer.samples % 60 == 0:
+        elif self.rotation is None and (writer.samples == 1 or writer.samples % 60 == 0):  # --dir: a line a file
             self.out.write(line + "\n")
             self.out.flush()
 

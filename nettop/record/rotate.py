@@ -19,6 +19,7 @@ Only a directory that cannot be used at start (not a directory, no permission) s
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import sys
@@ -32,6 +33,7 @@ from nettop.record.series import file_name, listing
 from nettop.record.store import RecordingError, Writer
 from nettop.record.wallclock import Clock, SystemClock
 
+LOCK = ".nettop-record.lock"  # held by the recorder writing into the directory
 RETRY_S = 10.0  # a full disk is tried again this often
 RETAIN_EVERY_S = 60.0
 MIN_PERIOD_S = 1.0
@@ -108,7 +110,9 @@ class DirWriter:
         self._retain_at = 0.0
         self._opened_mono = 0.0
         self._boundary = 0.0
+        self._lock: int | None = None
         prepare(rotation.directory)
+        self._take_lock()
         self._open()  # a directory that cannot take a file fails here, before any sampling
         self._retain()
 
@@ -123,6 +127,27 @@ class DirWriter:
         self.err.write(f"nettop: {line}\n")
         self.err.flush()
 
+    def _take_lock(self) -> None:
+        """One recorder per directory: a second one would number files the same and
+        delete the first one's files by its own retention."""
+        path = os.path.join(self.rotation.directory, LOCK)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RecordingError(f"another nettop (pid {other}) is recording into {self.rotation.directory}; "
+                                 "stop it or choose another --dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if self._lock is not None:
+            os.close(self._lock)
+        self._lock = fd
+
     def _open(self) -> None:
         directory = self.rotation.directory
         try:
@@ -134,6 +159,8 @@ class DirWriter:
         path = os.path.join(directory, file_name(seq, now))
         self._writer = Writer(path, {**self.meta, "started": now, "file_seq": seq})
         self.files += 1
+        self.out.write(("\r\x1b[K" if self.out.isatty() else "") + f"nettop: recording into {path}\n")
+        self.out.flush()
         self._opened_mono = self.clock.mono()
         period = self.rotation.period
         self._boundary = (math.floor(now / period) + 1) * period
@@ -159,6 +186,7 @@ class DirWriter:
         try:
             if not os.path.isdir(self.rotation.directory):
                 prepare(self.rotation.directory)
+                self._take_lock()
             self._open()
         except RecordingError as exc:
             self._fail(str(exc))
@@ -184,6 +212,7 @@ class DirWriter:
         self._say(f"{path} was deleted while recording; making {self.rotation.directory} again and saving the file")
         try:
             prepare(self.rotation.directory)
+            self._take_lock()
             self._writer.copy_to(path)
         except RecordingError as exc:
             self._say(f"could not save {path} again: {exc}")
@@ -248,3 +277,6 @@ class DirWriter:
 
     def close(self) -> None:
         self._close_current()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
