@@ -346,6 +346,19 @@ def test_the_directory_deleted_under_the_recorder_is_made_again_and_no_sample_lo
     assert warnings == [] and len(snaps) == 10
 
 
+def test_the_file_being_written_deleted_alone_is_saved_again(tmp_path, base):
+    clock = FakeClock()
+    err = io.StringIO()
+    w = DirWriter(Rotation(str(tmp_path), period=3600.0), {}, clock=clock, out=io.StringIO(), err=err)
+    _run(w, base, clock, 3)
+    first = w.path
+    os.unlink(first)  # a careless clean-up, the directory stays
+    _run(w, base, clock, 2, start=3)
+    w.close()
+    assert err.getvalue().count("\n") == 1 and "was deleted while recording" in err.getvalue()
+    assert [(e.path == first, len(Reader(e.path))) for e in listing(str(tmp_path))] == [(True, 3), (False, 2)]
+
+
 def test_a_running_recorder_survives_its_directory_deleted(tmp_path):
     d = tmp_path / "rec"
     p = subprocess.Popen([*NETTOP, "record", "--dir", str(d), "-i", "0.1", "--iface", "lo"],

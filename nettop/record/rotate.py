@@ -131,6 +131,12 @@ class DirWriter:
         """One recorder per directory: a second one would number files the same and
         delete the first one's files by its own retention."""
         path = os.path.join(self.rotation.directory, LOCK)
+        if self._lock is not None:
+            try:
+                if os.stat(path).st_ino == os.fstat(self._lock).st_ino:
+                    return  # still ours (only a recording was deleted, not the directory)
+            except OSError:
+                pass
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
