@@ -270,6 +270,26 @@ def _fill(path) -> None:
         os.close(fd)
 
 
+def test_kill_9_at_random_moments_leaves_a_directory_that_replays(tmp_path):
+    import random
+    rnd = random.Random(28)
+    d = tmp_path / "rec"
+    for _ in range(6):
+        p = subprocess.Popen([*NETTOP, "record", "--dir", str(d), "-i", "0.1", "--iface", "lo", "--period", "1s"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rnd.uniform(1.0, 3.0))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    (d / "nettop-000999-20270115T080000Z.nettop.4242.new").write_bytes(b"half")  # as a kill mid-creation leaves
+    w = DirWriter(Rotation(str(d)), {}, out=io.StringIO(), err=io.StringIO())
+    w.close()
+    assert not [n for n in os.listdir(d) if ".new" in n]
+    r = Recordings(str(d))
+    assert r.warnings == [] and len(r.files) >= 3  # a kill before the first file leaves none: fine
+    assert len(list(r.snapshots())) == len(r) >= 10
+    r.close()
+
+
 @pytest.fixture
 def small_fs(tmp_path):
     if os.geteuid() != 0:

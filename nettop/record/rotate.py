@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import math
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from nettop.record.series import file_name, listing
 from nettop.record.store import RecordingError, Writer
 from nettop.record.wallclock import Clock, SystemClock
 
+NEW = re.compile(r"^nettop-\d{6,}-\d{8}T\d{6}Z\.nettop\.\d+\.new(-wal|-shm|-journal)?$")
 LOCK = ".nettop-record.lock"  # held by the recorder writing into the directory
 RETRY_S = 10.0  # a full disk is tried again this often
 RETAIN_EVERY_S = 60.0
@@ -113,6 +115,7 @@ class DirWriter:
         self._lock: int | None = None
         prepare(rotation.directory)
         self._take_lock()
+        self._sweep()
         self._open()  # a directory that cannot take a file fails here, before any sampling
         self._retain()
 
@@ -153,6 +156,20 @@ class DirWriter:
         if self._lock is not None:
             os.close(self._lock)
         self._lock = fd
+
+    def _sweep(self) -> None:
+        """Remove what a recorder killed while creating a file left (its half-made
+        `….nettop.PID.new`); with the lock held, no other recorder is making one."""
+        try:
+            names = os.listdir(self.rotation.directory)
+        except OSError:
+            return
+        for name in names:
+            if NEW.match(name):
+                try:
+                    os.unlink(os.path.join(self.rotation.directory, name))
+                except OSError:
+                    pass
 
     def _open(self) -> None:
         directory = self.rotation.directory
