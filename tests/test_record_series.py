@@ -270,3 +270,25 @@ def test_replay_at_a_time_outside_the_recording_says_so_in_one_line(series, monk
     assert capsys.readouterr().err == (
         f"nettop: --at 2027-01-15 07:00:00 UTC is before {series} starts; showing its first sample\n"
         f"nettop: --at 2027-01-15 09:00:00 UTC is after {series} ends; showing its last sample\n")
+
+
+@pytest.mark.parametrize("boots,steps", [(("a", "b"), 0), (("a", "a"), 1)])
+def test_files_of_another_boot_are_no_clock_step(tmp_path, boots, steps):
+    """After a reboot the new boot's monotonic clock can happen to be ahead of the old
+    one's last reading while the wall clock is days later: no step, unless same boot."""
+    with HostReader(ifnames=["lo"]) as r:
+        base = r.read()
+    clock = FakeClock()
+    for boot in boots:
+        w = DirWriter(Rotation(str(tmp_path)), {"boot_id": boot}, clock=clock, out=io.StringIO(), err=io.StringIO())
+        for _ in range(3):
+            w.add_sample(dataclasses.replace(base, t_wall=clock.t_wall, t_mono=clock.t_mono), [])
+            clock.t_wall += 1
+            clock.t_mono += 1
+        w.close()
+        clock.t_wall += 3 * 86400  # down for three days; the next boot's uptime is ahead by chance
+        clock.t_mono += 100
+    rec = Recordings(str(tmp_path))
+    assert len(rec) == 6 and len(rec.clock_steps) == steps
+    assert Reader(rec.files[0]).meta["boot_id"] == "a"
+    rec.close()

@@ -64,6 +64,15 @@ def prepare(directory: str) -> None:
         raise RecordingError(f"no permission to write in {directory}; run as its owner or choose another --dir")
 
 
+def _boot_id() -> dict[str, str]:
+    """This boot's id: files of different boots have monotonic clocks that cannot be compared."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return {"boot_id": f.read().strip()}
+    except OSError:
+        return {}
+
+
 def _size(path: str) -> int:
     total = 0
     for p in (path, path + "-wal"):
@@ -97,7 +106,7 @@ class DirWriter:
         if not rotation.period >= MIN_PERIOD_S:
             raise RecordingError(f"--period must be at least {MIN_PERIOD_S:g} s")
         self.rotation = rotation
-        self.meta = dict(meta or {})
+        self.meta = {**_boot_id(), **(meta or {})}
         self.clock = clock or SystemClock()
         self.hup = hup or threading.Event()
         self.out = out if out is not None else sys.stdout

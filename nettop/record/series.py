@@ -96,6 +96,8 @@ class Recordings:
         self._local: list[list[int]] = []  # per file: the seqs of its samples kept, in order
         self._starts: list[int] = []  # per file: global position of its first kept sample
         self._events: list[list[tuple[int, Event]]] = []  # per file: (its seq, event)
+        reboots: set[int] = set()  # first positions of files recorded in another boot than the one before
+        boot: str | None = None
         self._open: OrderedDict[int, Reader] = OrderedDict()
         self._warnings: list[str] = []
         self.index: list[SampleInfo] = []
@@ -114,6 +116,9 @@ class Recordings:
                 if not kept and (since is not None or until is not None):
                     continue
                 start = len(self.index)
+                if boot and reader.meta.get("boot_id") and reader.meta["boot_id"] != boot:
+                    reboots.add(start)
+                boot = reader.meta.get("boot_id") or boot
                 self._starts.append(start)
                 self._paths.append(entry.path)
                 self._local.append([s.seq for s in kept])
@@ -125,7 +130,7 @@ class Recordings:
         if not self.meta:
             raise RecordingError(f"{directory}: no readable recording ({'; '.join(self._warnings)})")
         self._runs = wallclock.runs(self.index)
-        self._steps = wallclock.steps(self.index)
+        self._steps = wallclock.steps(self.index, reboots=frozenset(reboots))
 
     def _keep_warnings(self, reader: Reader) -> None:
         self._warnings += [w for w in reader.warnings if w not in self._warnings]

@@ -69,16 +69,16 @@ def _span(s: float) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}" if m else f"{sec} s"
 
 
-def steps(index: Sequence[Timed], threshold: float = STEP_S) -> list[Step]:
+def steps(index: Sequence[Timed], threshold: float = STEP_S, reboots: frozenset[int] = frozenset()) -> list[Step]:
     """Where the wall clock moved by more than `threshold` s unlike the monotonic clock.
 
-    A monotonic time that goes back means another boot (a new recorder after a reboot):
-    the clocks are not comparable there, so that is no step."""
+    Across a reboot (positions in `reboots`, or a monotonic time that goes back) the
+    clocks are not comparable, so that is no step."""
     out = []
     for i in range(1, len(index)):
         a, b = index[i - 1], index[i]
         d_mono = b.t_mono - a.t_mono
-        if d_mono < 0:
+        if d_mono < 0 or i in reboots:
             continue
         skew = (b.t_wall - a.t_wall) - d_mono
         if abs(skew) >= threshold:
