@@ -98,14 +98,23 @@ def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-un
     p.add_argument("--duration", type=_duration, default=None, metavar="TIME", help="with --record: stop after this long (90s, 15m, 24h)")
     p.add_argument("--max-size", type=_size, default=None, metavar="SIZE", help="with --record: stop when the file reaches SIZE (500M, 2G)")
     r = sub.add_parser("record", help="record without a screen (same as --record FILE)")
-    r.add_argument("-o", "--output", required=True, metavar="FILE", dest="rec_output",
-                   help="the recording to write (docs/recording-format.md)")
+    where = r.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", metavar="FILE", dest="rec_output",
+                       help="the one new recording to write (docs/recording-format.md)")
+    where.add_argument("--dir", metavar="DIR", dest="rec_dir", default=None,
+                       help="record for good into DIR, one file per --period (docs/recording.md); SIGHUP starts the next file")
+    r.add_argument("--period", type=_duration, default=None, metavar="DURATION", dest="rec_period",
+                   help="with --dir: length of each file (default 1h; 15m, 1d)")
+    r.add_argument("--keep", type=_duration, default=None, metavar="AGE", dest="rec_keep",
+                   help="with --dir: delete files older than this (7d, 12h); default keep all")
+    r.add_argument("--keep-size", type=_size, default=None, metavar="SIZE", dest="rec_keep_size",
+                   help="with --dir: delete the oldest files while all together exceed SIZE (2G, 500M)")
     r.add_argument("-i", "--interval", type=_interval, default=None, dest="rec_interval", metavar="SECONDS",
                    help="sampling interval in seconds (0.1-60, default 1)")
     r.add_argument("--duration", type=_duration, default=None, dest="rec_duration", metavar="TIME",
                    help="stop after this long (90s, 15m, 24h; default: until Ctrl-C or SIGTERM)")
     r.add_argument("--max-size", type=_size, default=None, dest="rec_max_size", metavar="SIZE",
-                   help="stop when the file reaches SIZE (500M, 2G)")
+                   help="with -o: stop when the file reaches SIZE (500M, 2G)")
     r.add_argument("--root", type=_root, default=None, dest="rec_root", metavar="DIR",
                    help="record a captured /proc + /sys tree instead of the live kernel")
     r.add_argument("--iface", action="append", default=None, dest="rec_iface", metavar="IFACE",
@@ -114,21 +123,57 @@ def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-un
                    help="the RTT this host must keep (ms), for the recorded doctor findings")
     _ping_args(r, prefix="rec_")
     rp = sub.add_parser("replay", help="open a recording in the same screens (play/pause, seek, events)")
-    rp.add_argument("file", metavar="FILE", help="a recording from `nettop record`")
+    rp.add_argument("file", metavar="FILE|DIR", help="a recording, or a `record --dir` directory")
     rp.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed 1-60 (default 1)")
+    rp.add_argument("--at", type=_when, default=None, metavar="TIME",
+                    help='start at this wall time ("2026-11-25 03:12", UTC unless "+01:00" follows; -2h)')
     ex = sub.add_parser("export", help="rates per sample of a recording as CSV or JSON")
-    ex.add_argument("file", metavar="FILE", help="a recording from `nettop record`")
+    ex.add_argument("file", metavar="FILE|DIR", help="a recording, or a `record --dir` directory")
+    _window_args(ex)
     ex.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
     ex.add_argument("-o", "--output", default=None, metavar="OUT", help="write here instead of stdout")
     rep = sub.add_parser("report", help="Markdown incident summary of a recording")
-    rep.add_argument("file", metavar="FILE", help="a recording from `nettop record`")
+    rep.add_argument("file", metavar="FILE|DIR", help="a recording, or a `record --dir` directory")
+    _window_args(rep)
     rep.add_argument("--no-plots", action="store_true", help="leave out the text plots")
+
+
+def _when(text: str) -> float:
+    from nettop.record.wallclock import parse_when
+    try:
+        return parse_when(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _window_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", type=_when, default=None, metavar="TIME",
+                   help='only samples from this wall time on ("2026-11-25 03:00", UTC unless "+01:00" follows; -2h)')
+    p.add_argument("--until", type=_when, default=None, metavar="TIME", help="only samples up to this wall time")
+
+
+def _rotation(args: argparse.Namespace) -> object:
+    """`record --dir`'s settings, or None for one file; misplaced options are usage errors."""
+    rotating = ("--period", args.rec_period), ("--keep", args.rec_keep), ("--keep-size", args.rec_keep_size)
+    if args.rec_dir is None:
+        given = [name for name, value in rotating if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} needs --dir DIR (a single -o FILE is never rotated)")
+        return None
+    if args.rec_max_size is not None:
+        raise UsageError("--max-size stops a single file; with --dir use --keep-size")
+    from nettop.record.rotate import MIN_PERIOD_S, Rotation
+    period = args.rec_period or 3600.0
+    if period < MIN_PERIOD_S:
+        raise UsageError(f"--period must be at least {MIN_PERIOD_S:g} s")
+    return Rotation(args.rec_dir, period, args.rec_keep, args.rec_keep_size)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
     from nettop.record.recorder import record
     sub = args.command == "record"
-    path = args.rec_output if sub else args.record
+    rotation = _rotation(args) if sub else None
+    path = (args.rec_output or args.rec_dir) if sub else args.record
     ping = (args.rec_ping if sub else None) or args.ping
     ping_interval = (args.rec_ping_interval if sub else None) or args.ping_interval
     return record(path, (args.rec_root if sub else None) or args.root,
@@ -137,19 +182,20 @@ def cmd_record(args: argparse.Namespace) -> int:
                   (args.rec_duration if sub else None) or args.duration,
                   (args.rec_max_size if sub else None) or args.max_size,
                   _prober(ping, ping_interval),
-                  latency_target_ms=(args.rec_latency_target if sub else None) or args.latency_target)
+                  latency_target_ms=(args.rec_latency_target if sub else None) or args.latency_target,
+                  rotation=rotation)
 
 
 def cmd_recording(args: argparse.Namespace) -> int:
     from nettop.record.store import RecordingError
     try:
         if args.command == "replay":
-            return cmd_replay(args.file, args.speed)
+            return cmd_replay(args.file, args.speed, args.at)
         if args.command == "export":
             from nettop.record.export import export
-            return export(args.file, args.format, args.output)
+            return export(args.file, args.format, args.output, args.since, args.until)
         from nettop.record.report import report
-        return report(args.file, plots=not args.no_plots)
+        return report(args.file, plots=not args.no_plots, since=args.since, until=args.until)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
 
@@ -241,9 +287,9 @@ def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
                           latency_target_ms=latency_target_ms), revert_on_exit)
 
 
-def cmd_replay(path: str, speed: float = 1.0) -> int:
-    """`nettop replay FILE`: the TUI on the recording; damage is reported in one line.
-    Here, not in nettop.record, so that the recording package never imports the TUI."""
+def cmd_replay(path: str, speed: float = 1.0, at: float | None = None) -> int:
+    """`nettop replay FILE|DIR [--at TIME]`: the TUI on the recording; damage is reported
+    in one line. Here, not in nettop.record, so that the recording package never imports the TUI."""
     from nettop.record.replay import ReplaySource
 
     source = ReplaySource(path, speed)
@@ -252,6 +298,14 @@ def cmd_replay(path: str, speed: float = 1.0) -> int:
     if not len(source.reader):
         print(f"nettop: {path} holds no intact sample", file=sys.stderr)
         return 1
+    if at is not None:
+        walls = [s.t_wall for s in source.reader.index]
+        utc = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+        if at < min(walls):
+            print(f"nettop: --at {utc} is before {path} starts; showing its first sample", file=sys.stderr)
+        elif at > max(walls):
+            print(f"nettop: --at {utc} is after {path} ends; showing its last sample", file=sys.stderr)
+        source.seek(at)
     from nettop.tui.app import run
     return run(source)
 

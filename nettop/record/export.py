@@ -14,7 +14,7 @@ import sys
 from typing import Any, Iterator, TextIO
 
 from nettop.model.rates import Rates, compute_rates
-from nettop.record.store import Reader
+from nettop.record.series import Recording, open_recording
 from nettop.model.snapshot import Snapshot
 
 LINK_FIELDS = ("rx_bytes_per_s", "tx_bytes_per_s", "rx_packets_per_s", "tx_packets_per_s",
@@ -25,7 +25,7 @@ QDISC_FIELDS = ("bytes_per_s", "packets_per_s", "drops_per_s", "overlimits_per_s
 LATENCY_FIELDS = ("sent", "received", "loss_pct", "rtt_avg_ms", "rtt_p99_ms", "rtt_max_ms")
 
 
-def pairs(reader: Reader) -> Iterator[tuple[Snapshot, Rates]]:
+def pairs(reader: Recording) -> Iterator[tuple[Snapshot, Rates]]:
     """(snapshot, rates over the interval ending with it) for every intact sample after the first."""
     prev: Snapshot | None = None
     for snap in reader.snapshots():
@@ -70,7 +70,7 @@ def flat_row(snap: Snapshot, rates: Rates) -> dict[str, Any]:
     return row
 
 
-def rows(reader: Reader) -> list[dict[str, Any]]:
+def rows(reader: Recording) -> list[dict[str, Any]]:
     return [flat_row(s, r) for s, r in pairs(reader)]
 
 
@@ -83,7 +83,7 @@ def write_csv(data: list[dict[str, Any]], out: TextIO) -> None:
     w.writerows(data)
 
 
-def write_json(reader: Reader, data: list[dict[str, Any]], out: TextIO) -> None:
+def write_json(reader: Recording, data: list[dict[str, Any]], out: TextIO) -> None:
     """{"meta": {...}, "samples": [flat rows], "events": [...]}; pandas: DataFrame(doc["samples"])."""
     doc = {
         "meta": reader.meta,
@@ -95,9 +95,11 @@ def write_json(reader: Reader, data: list[dict[str, Any]], out: TextIO) -> None:
     out.write("\n")
 
 
-def export(path: str, fmt: str, output: str | None = None) -> int:
-    """`nettop export FILE --format csv|json`; damage is one line on stderr, the rest exported."""
-    reader = Reader(path)
+def export(path: str, fmt: str, output: str | None = None, since: float | None = None,
+           until: float | None = None) -> int:
+    """`nettop export FILE|DIR --format csv|json [--since T] [--until T]`; damage is one
+    line on stderr, the rest exported."""
+    reader = open_recording(path, since, until)
     try:
         data = rows(reader)
         out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout

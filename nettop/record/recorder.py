@@ -115,7 +115,7 @@ class Recorder:
                  max_size: int | None = None, meta: dict[str, Any] | None = None,
                  journal: str | None = None, out: TextIO | None = None,
                  on_snapshot: Callable[[Snapshot], None] | None = None,
-                 latency_target_ms: float | None = None) -> None:
+                 latency_target_ms: float | None = None, rotation: Any = None, clock: Any = None) -> None:
         self.reader = reader
         self.path = path
         self.interval = interval
@@ -135,9 +135,22 @@ class Recorder:
         self.pipeline.listeners.append(self._on_point)
         self.timeline = self.pipeline.timeline
         self._cursor = EventCursor()
+        self.rotation = rotation  # rotate.Rotation: `record --dir`, one file per period
+        self.clock = clock  # wallclock.Clock for the files' times; None: the system's
+        self.hup = threading.Event()  # SIGHUP: the next sample goes into a new file
+        self.lost = 0
 
     def request_stop(self, *_: Any) -> None:
         self.stop_event.set()
+
+    def request_rotate(self, *_: Any) -> None:
+        self.hup.set()
+
+    def _open_writer(self) -> Any:
+        if self.rotation is None:
+            return Writer(self.path, self.meta)
+        from nettop.record.rotate import DirWriter
+        return DirWriter(self.rotation, self.meta, clock=self.clock, hup=self.hup, out=self.out)
 
     def _on_point(self, point: Point) -> None:
         """On the sampler thread, after the doctor: the sample and its new events
@@ -149,7 +162,7 @@ class Recorder:
             pass  # the writer is stalled: drop rather than grow without bound
 
     def run(self) -> Result:
-        writer = Writer(self.path, self.meta)
+        writer = self._open_writer()
         started = time.monotonic()
         reason, ok = "stopped", True
         tty = self.out.isatty()
@@ -178,22 +191,23 @@ class Recorder:
             writer.close()
         if tty:
             self.out.write("\n")
+        self.lost = getattr(writer, "lost", 0)  # `--dir`: dropped while the disk was full
         return Result(writer.samples, reason, ok)
 
     def _status(self, writer: Writer, size: int, tty: bool) -> None:
-        line = f"nettop: recording {self.path}: {writer.samples} samples, {size / 1e6:.1f} MB"
+        line = f"nettop: recording {writer.path}: {writer.samples} samples, {size / 1e6:.1f} MB"
         if tty:
             self.out.write("\r" + line + "\x1b[K")
             self.out.flush()
-        elif writer.samples == 1 or writer.samples % 60 == 0:
+        elif self.rotation is None and (writer.samples == 1 or writer.samples % 60 == 0):  # --dir: a line a file
             self.out.write(line + "\n")
             self.out.flush()
 
 
 def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, interval: float = 1.0,
            duration: float | None = None, max_size: int | None = None, prober: Any = None,
-           journal: str | None = None, latency_target_ms: float | None = None) -> int:
-    """`nettop --record FILE`: returns the exit status; every failure is one line on stderr."""
+           journal: str | None = None, latency_target_ms: float | None = None, rotation: Any = None) -> int:
+    """`nettop --record FILE` (`rotation`: `record --dir`): returns the exit status; every failure is one line on stderr."""
     from nettop.collectors.host import HostReader
     from nettop.kernel.sysroot import LIVE
 
@@ -206,8 +220,11 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
     reader = HostReader(root, ifnames, prober=prober)
     meta = {"host": reader.host, "kernel": reader.kernel, "cpu_nodes": _cpu_nodes(root),
             "started": time.time(), "root": root.path if hasattr(root, "path") else "/"}
-    rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms)
+    rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms,
+                   rotation=rotation)
     old = {s: signal.signal(s, rec.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    if rotation is not None:
+        old[signal.SIGHUP] = signal.signal(signal.SIGHUP, rec.request_rotate)
     try:
         result = rec.run()
     except RecordingError as exc:
@@ -220,6 +237,8 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
         if prober is not None:
             prober.stop()
     msg = f"nettop: {result.reason}; {result.samples} samples in {path}"
+    if rec.lost:
+        msg += f" ({rec.lost} lost while nothing could be written)"
     print(msg, file=sys.stdout if result.ok else sys.stderr)
     return 0 if result.ok else 1
 

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from nettop.record.store import Reader
+from nettop.record.series import open_recording
 from nettop.model.timeline import Event, Point, Timeline
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class ReplaySource:
     prober = None
 
     def __init__(self, path: str, speed: float = 1.0, max_points: int = 3600) -> None:
-        self.reader = Reader(path)
+        self.reader = open_recording(path)  # a file, or a `record --dir` directory as one
         self.path = path
         self.mode = "replay"
         self.is_root = False  # the app's tuning actions stay disabled
@@ -95,6 +95,8 @@ class ReplaySource:
         self._wake_fn = wake
         if self._pos < 0:
             self.step(1)
+        elif self._pending is not None:
+            wake()  # a seek before start (`replay --at`) published its point to nobody yet
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="nettop-replay", daemon=True)
             self._thread.start()

@@ -14,7 +14,7 @@ from typing import Any
 
 from nettop.output.before_after import WINDOW_S, Figures, figures, format_value, summary, window
 from nettop.record.export import pairs
-from nettop.record.store import Reader
+from nettop.record.series import Recording, open_recording
 from nettop.model.timeline import Event
 
 EVENT_KINDS = ("tuning", "mark", "problem", "appeared", "vanished")
@@ -104,7 +104,7 @@ def _plot(series: list[Figures]) -> str | None:
     return str(plt.uncolorize(text)).rstrip()
 
 
-def build(reader: Reader, plots: bool = True) -> str:
+def build(reader: Recording, plots: bool = True) -> str:
     from nettop.doctor.report import Tail
     tail = Tail()  # keeps the last samples for the doctor's section
     series = [figures(s, r) for s, r in tail.feed(pairs(reader))]
@@ -119,8 +119,9 @@ def build(reader: Reader, plots: bool = True) -> str:
     return out
 
 
-def report(path: str, plots: bool = True) -> int:
-    reader = Reader(path)
+def report(path: str, plots: bool = True, since: float | None = None, until: float | None = None) -> int:
+    """`nettop report FILE|DIR [--since T] [--until T]`."""
+    reader = open_recording(path, since, until)
     try:
         sys.stdout.write(build(reader, plots))
     finally:

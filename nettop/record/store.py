@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from nettop.record import codec
+from nettop.record import codec, wallclock
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event
 
@@ -187,6 +187,27 @@ class Writer:
             except OSError:
                 pass
         return total
+
+    def copy_to(self, path: str) -> None:
+        """Write every committed sample to a new file `path` (0600, linked into place whole):
+        the open database is the only copy left when its file was deleted under the writer."""
+        tmp = f"{path}.{os.getpid()}.new"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+            dst = sqlite3.connect(tmp)
+            try:
+                self._db.backup(dst)
+            finally:
+                dst.close()
+            os.link(tmp, path)
+        except (OSError, sqlite3.Error) as exc:
+            raise RecordingError(f"cannot save {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
 
     def close(self) -> None:
         try:
@@ -367,6 +388,7 @@ class Reader:
         self._chain: _Chain | None = None  # the chain decoded last, positioned at its last sample
         self._broken: dict[int, tuple[int, str]] = {}  # key seq -> (first seq that fails, why)
         self._bad: set[int] = set()
+        self._runs: list[tuple[int, int]] | None = None  # wall-time runs, for position()
 
     def __len__(self) -> int:
         return len(self.index)
@@ -476,24 +498,31 @@ class Reader:
                 yield snap
 
     def events(self) -> list[Event]:
+        """Recorded events in the order they were written (not sorted by wall time, which
+        a stepped clock would scramble; see wallclock.py)."""
+        return [e for _, e in self.positioned_events()]
+
+    def positioned_events(self) -> list[tuple[int, Event]]:
+        """(seq of the sample written with it, 0 for none; event) in recorded order."""
         try:
-            rows = self._db.execute("SELECT t_wall, kind, text FROM event ORDER BY t_wall, id").fetchall()
+            rows = self._db.execute("SELECT seq, t_wall, kind, text FROM event ORDER BY id").fetchall()
         except sqlite3.Error as exc:
             self._warn(f"{self.path}: events are damaged ({exc})")
             return []
         out = []
-        for t, k, x in rows:
+        for seq, t, k, x in rows:
             try:
-                out.append(Event(float(t), str(k), str(x)))
+                out.append((seq if isinstance(seq, int) else 0, Event(float(t), str(k), str(x))))
             except (TypeError, ValueError):
                 self._warn(f"{self.path}: an event has no usable time; skipped")
         return out
 
     def position(self, t_wall: float) -> int:
-        """Index position of the last sample at or before t_wall (0 if none)."""
-        import bisect
-        i = bisect.bisect_right(self.index, t_wall, key=lambda s: s.t_wall)
-        return max(0, i - 1)
+        """Index position of the last sample at or before t_wall (0 if none); the first
+        such time in recorded order where the wall clock was stepped back."""
+        if self._runs is None:
+            self._runs = wallclock.runs(self.index)
+        return wallclock.position(self.index, t_wall, self._runs)
 
     def close(self) -> None:
         self._db.close()
