@@ -218,7 +218,9 @@ def apply_on_trial(tuner: Tuner, plans: Sequence[Plan], seconds: float, why: Seq
 def revert_overdue(tuner: Tuner, grace: float = 0.0) -> list[Trial]:
     """Revert trials whose deadline passed with nobody left to do it (their guardian and
     their process gone): called when a nettop starts and by `nettop restore`."""
-    done = []
+    done: list[Trial] = []
+    if tuner.read_only:
+        return done
     for trial in tuner.pending_trials():
         if trial.deadline_mono + grace <= time.monotonic():
             if tuner.revert_trial(trial.group, "not confirmed in time (found overdue)") is not None:

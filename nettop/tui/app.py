@@ -47,6 +47,7 @@ from nettop.tui.screens import HelpScreen, InterfacePicker
 from nettop.tui.summary import SummaryBox, SummaryView
 from nettop.tui.tables import BqlTable, CpuTable, IfaceTable, LatencyTable, QdiscTable, QueueTable
 from nettop.tui.experiment_keys import EXPERIMENT_ACTIONS, EXPERIMENT_BINDINGS, ExperimentMixin
+from nettop.tui.trial_bar import TRIAL_BINDINGS, TrialMixin, install_hangup
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
 from nettop.tui.widgets import EmptyState, Panel, TextLine
@@ -66,7 +67,7 @@ def next_interval(current: float, direction: int) -> float:
     return smaller[-1] if smaller else INTERVAL_STEPS[0]
 
 
-class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
+class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
     """The app: layout, data arrival, the view keys. The drawing, the replay and record
     keys, the tuning keys, the doctor's panel and the experiment keys are mixins in their
     own modules (drawing.py, which replay_keys.py and record_keys.py build on, tuning.py,
@@ -106,6 +107,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
         *REPLAY_BINDINGS,
         *RECORD_BINDINGS,
         *TUNING_BINDINGS,
+        *TRIAL_BINDINGS,  # y keeps a change on trial (trial_bar.py)
         *EXPERIMENT_BINDINGS,
         *DOCTOR_BINDINGS,  # the findings panel (doctor_panel.py)
     ]
@@ -160,6 +162,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
                         DropTable(id="drop-table"), id="ebpf")
             yield doctor_panel()  # 7 findings (doctor_panel.py)
         yield from self.compose_experiment()  # the experiment's progress bar, shown while one runs
+        yield from self.compose_trial()  # a change on the SSH session's path counting down
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -169,6 +172,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
         self.query_one("#cpus-heatmap").display = False
         self.query_one("#notice").display = False
         self.query_one("#experiment-bar").display = False
+        self.query_one("#trial-bar").display = False
         self.query_one("#ebpf").display = False  # until probes run or a recording has their figures
         switch = self.source.probe_switch
         if switch is not None:
@@ -412,6 +416,19 @@ class NettopApp(ExperimentMixin, DoctorMixin, TuningMixin, ReplayKeysMixin, Reco
                                 lambda a=b.action: self.run_action(a))
 
 
+def _revert_overdue_trials() -> None:
+    """Trials whose nettop and guardian are both gone, past their deadline: put back now."""
+    from nettop.actions.base import ActionError
+    from nettop.actions.trial import GUARDIAN_GRACE_S, revert_overdue
+    from nettop.actions.tuner import Tuner
+
+    try:
+        for trial in revert_overdue(Tuner(), grace=GUARDIAN_GRACE_S):
+            print(f"nettop: reverted group {trial.group}: on trial and never confirmed")
+    except ActionError:
+        pass  # no journal to read, or read-only: nothing of ours to put back
+
+
 def run(source: Source, revert_on_exit: bool = False) -> int:
     """Run the app on this terminal, sending it only the cells that change.
 
@@ -429,7 +446,10 @@ def run(source: Source, revert_on_exit: bool = False) -> int:
 
         tuner = Tuner()
         tuner.revert_on_exit()
+    if source.mode == "live":
+        _revert_overdue_trials()
     app = NettopApp(source, driver_class=diffing_driver(no_color), tuner=tuner)
+    install_hangup(app, tuner)
     app.run()
     app.wait_for_experiment()  # closed mid-run: its variant is reverted before nettop exits
     for status in app.recorded:

@@ -261,7 +261,7 @@ class DrawingMixin(_AppBase):
             if lr and lr.rx_dropped_per_s is not None and lr.tx_dropped_per_s is not None:
                 drops = lr.rx_dropped_per_s + lr.tx_dropped_per_s
             rows.append((name, (
-                (f"{name} {fmt.SESSION_MARK}" if name in carried else name, "first" if name in carried else ""),
+                (f"{name} {fmt.SESSION_MARK}" if name in carried else name, ""),
                 (fmt.si(bits(lr.rx_bytes_per_s) if lr else None), ""),
                 (fmt.si(bits(lr.tx_bytes_per_s) if lr else None), ""),
                 (fmt.si(lr.rx_packets_per_s if lr else None), ""),

@@ -34,6 +34,7 @@ from nettop.model.timeline import Event
 from nettop.tui.drawing import DrawingMixin
 
 if TYPE_CHECKING:
+    from nettop.actions.trial import Guard, TrialRun
     from nettop.actions.tuner import Tuner
     from nettop.tui.model import QueueRow
     from nettop.tui.screens import Prompt
@@ -339,6 +340,14 @@ class TuningMixin(DrawingMixin):
         """Why a running experiment refuses hand-made changes; ExperimentMixin says when."""
         return None
 
+    def tuning_guard(self) -> Guard | None:
+        """How a change on the SSH session's path is protected; TrialMixin says how."""
+        return None
+
+    def start_trial(self, run: TrialRun) -> None:
+        """Count a change on trial down; TrialMixin does (the bar, `y`)."""
+        run.revert("this screen cannot count a trial down")
+
     def _journal_skipped(self, tuner: Tuner) -> str | None:
         """The journal's unreadable lines (torn by a crash, edited by hand) as the CLI's one
         warning line, None when every line reads; from now on they count as said."""
@@ -447,7 +456,7 @@ class TuningMixin(DrawingMixin):
         to the UI thread, which asks (confirm screen) or shows (notices)."""
         tuner = self.get_tuner()
         assert tuner is not None  # the keys are refused without one
-        outcome = run_line(tuner, text, confirmed=confirmed, ban=ban, ask=True)
+        outcome = run_line(tuner, text, confirmed=confirmed, ban=ban, ask=True, guard=self.tuning_guard())
         self.post_message(Tuned(text, outcome, self._journal_warning(tuner) if outcome.results else []))
 
     def on_tuned(self, message: Tuned) -> None:
@@ -461,6 +470,8 @@ class TuningMixin(DrawingMixin):
         else:
             ban = outcome.ban_line()
             self._applied(list(outcome.results), warnings + ([ban] if ban else []) + list(outcome.warnings))
+            if outcome.trial is not None:
+                self.start_trial(outcome.trial)
 
     def _ask(self, text: str, outcome: Outcome) -> None:
         lines = outcome.plan_lines() + [f"⚠ {p.confirm}" for p in outcome.plans if p.confirm]
