@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from nettop.collectors.session_path import Peer, SessionPath
 from nettop.tui.app import NettopApp
 from nettop.tui.scripted import ROOT_PROBLEMS, ScriptedSource, synthetic
 from nettop.tui.themes import THEME_ORDER
@@ -51,6 +52,17 @@ def test_three_lab_veths_idle_links_and_two_targets(snap_compare, theme, size):
     """What an operator sees first at 80x24 (the summary: eth0 first, the busy veths,
     the idle links folded, CPUs, RTT, qdisc) and at 120x40 (the full panels)."""
     assert snap_compare(app_in(theme), terminal_size=size, run_before=feed(20, **LAB))
+
+
+@pytest.mark.parametrize("size", LAB_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_ssh_sessions_interface_is_marked(snap_compare, size):
+    """Inside an SSH session (as sshd's SSH_CONNECTION names it) the interface that
+    carries it leads the summary and the throughput table with ◆, and the header says
+    so: a change on it is applied on trial (tests/test_ssh_tui.py checks a real one)."""
+    app = app_in(THEME_ORDER[0])
+    app.source.session_path = SessionPath(Peer("198.51.100.7", 52022, "192.0.2.10", 22, "SSH_CONNECTION"),
+                                          "eth0", ("eth0",), ("eth0",))
+    assert snap_compare(app, terminal_size=size, run_before=feed(20, **LAB))
 
 
 @pytest.mark.parametrize("theme", THEME_ORDER)

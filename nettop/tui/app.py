@@ -22,6 +22,8 @@ keys `experiment_keys.ExperimentMixin`; the messages and small widgets have thei
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
@@ -416,6 +418,18 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
                                 lambda a=b.action: self.run_action(a))
 
 
+def _terminal_gone() -> bool:
+    """Whether this process's terminal was hung up (sshd closed the session): asking for
+    its foreground group then fails with EIO instead of naming one."""
+    import sys
+
+    try:
+        os.tcgetpgrp(sys.stdin.fileno())
+    except (OSError, ValueError):
+        return True
+    return False
+
+
 def _revert_overdue_trials() -> None:
     """Trials whose nettop and guardian are both gone, past their deadline: put back now."""
     from nettop.actions.base import ActionError
@@ -435,7 +449,6 @@ def run(source: Source, revert_on_exit: bool = False) -> int:
     With `revert_on_exit`, everything nettop changed is put back when the app exits
     normally; after a kill -9 `nettop restore` does it from the journal.
     """
-    import os
 
     from nettop.tui.diffterm import diffing_driver
 
@@ -450,7 +463,19 @@ def run(source: Source, revert_on_exit: bool = False) -> int:
         _revert_overdue_trials()
     app = NettopApp(source, driver_class=diffing_driver(no_color), tuner=tuner)
     install_hangup(app, tuner)
-    app.run()
+    try:
+        app.run()
+    finally:
+        # nettop ends (q, the terminal gone, an error) with a change still counting down:
+        # it was not confirmed, so it goes back now rather than at its deadline
+        from nettop.actions.trial import active
+
+        pending = active()
+        if pending:
+            why = ("the session's terminal hung up before it was confirmed" if _terminal_gone()
+                   else "nettop was closed before it was confirmed")
+            for trial in pending:
+                trial.revert(why)
     app.wait_for_experiment()  # closed mid-run: its variant is reverted before nettop exits
     for status in app.recorded:
         print(f"nettop: recorded {status.samples} samples to {status.path}")
