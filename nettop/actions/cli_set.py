@@ -21,10 +21,9 @@ from nettop.actions.bql import BqlLimit
 from nettop.actions.link import Mtu, TxQueueLen
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.sysctl import Sysctl
-from nettop.actions.confirm_tty import countdown
+from nettop.actions.confirm_tty import cli_guard, keep_or_revert
 from nettop.actions.journal import problem_line
-from nettop.actions.trial import (DEFAULT_SECONDS, GUARDIAN_GRACE_S, Guard, install_exit_revert, revert_overdue,
-                                  session_now)
+from nettop.actions.trial import GUARDIAN_GRACE_S, revert_overdue
 from nettop.actions.tuner import KernelRefused, Tuner, describe_entry
 from nettop.actions.irq import IRQ_MAX
 from nettop.actions.typed import bare, clip, looks_numeric, whole
@@ -314,12 +313,7 @@ def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
     """The parsed line through the one workflow (`nettop.actions.workflow`), then printed."""
     from nettop.actions.workflow import run_changes
 
-    guard = None
-    if not args.dry_run:
-        path, res = session_now()
-        interactive = sys.stdin is not None and sys.stdin.isatty()
-        guard = Guard(path, res, getattr(args, "confirm", None), DEFAULT_SECONDS if interactive else None)
-    install_exit_revert()  # a hang-up while a trial is made or counts down reverts it
+    guard = None if args.dry_run else cli_guard(getattr(args, "confirm", None))
     out = run_changes(t, build_changes(args), confirmed=args.yes, ban=args.ban, dry_run=args.dry_run, guard=guard)
     if out.error is not None:
         raise (KernelRefused if out.refused else ActionError)(out.error)
@@ -335,10 +329,7 @@ def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
         raise ActionError("needs confirmation: " + "; ".join(out.confirm) + "; add --yes to go ahead")
     results = list(out.results)
     if out.trial is not None:
-        print("\n".join(one_line(r.line()) for r in results), file=sys.stderr)
-        for why in out.trial.why:
-            print(f"on trial: {one_line(why)}", file=sys.stderr)
-        if not countdown(out.trial, "; ".join(r.text for r in results) or "the change"):
+        if not keep_or_revert(out.trial):
             _emit({"results": _results(results), "warnings": warn, "trial": out.trial.outcome,
                    "trial_message": out.trial.message}, as_json, [])
             return 3

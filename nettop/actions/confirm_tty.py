@@ -17,7 +17,7 @@ import time
 import tty
 from typing import IO
 
-from nettop.actions.trial import TrialRun
+from nettop.actions.trial import DEFAULT_SECONDS, Guard, TrialRun, install_exit_revert, session_now
 
 
 def _open_terminal() -> tuple[int | None, bool]:
@@ -83,3 +83,27 @@ def countdown(run: TrialRun, what: str, out: IO[str] | None = None) -> bool:
                 pass
         if opened and fd is not None:
             os.close(fd)
+
+
+def cli_guard(requested: float | None) -> Guard:
+    """The protection of a command run once from a shell (`nettop set`, `nettop apply`):
+    `--confirm N` as given; else a change on the SSH session's path is a trial of
+    DEFAULT_SECONDS when a person is at the terminal, and none for a script."""
+    path, res = session_now()
+    interactive = sys.stdin is not None and sys.stdin.isatty()
+    install_exit_revert()  # a hang-up while a trial is made or counts down reverts it
+    return Guard(path, res, requested, DEFAULT_SECONDS if interactive else None)
+
+
+def keep_or_revert(run: TrialRun, out: IO[str] | None = None) -> bool:
+    """Say what is on trial and why, then count it down on the terminal."""
+    out = out or sys.stderr
+    for r in run.results:
+        out.write(_printable(r.line()) + "\n")
+    for why in run.why:
+        out.write(f"on trial: {_printable(why)}\n")
+    return countdown(run, "; ".join(r.text for r in run.results) or "the change", out)
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else " " for c in text)

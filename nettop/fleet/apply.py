@@ -110,7 +110,7 @@ def resolve(plan: TuningPlan, tuner: Any) -> Resolved:
     return Resolved(todo, already, notes)
 
 
-def apply(path: str, tuner: Any, dry_run: bool, yes: bool) -> tuple[int, list[str]]:
+def apply(path: str, tuner: Any, dry_run: bool, yes: bool, confirm: float | None = None) -> tuple[int, list[str]]:
     """(exit status, lines to print)."""
     from nettop.fleet.plan import load
 
@@ -126,7 +126,12 @@ def apply(path: str, tuner: Any, dry_run: bool, yes: bool) -> tuple[int, list[st
     from nettop.actions.tuner import KernelRefused
     from nettop.actions.workflow import run_plans
 
-    out = run_plans(tuner, r.plans, confirmed=yes)  # the one workflow, as `nettop set` takes
+    from nettop.actions.confirm_tty import cli_guard, keep_or_revert
+
+    # the one workflow, as `nettop set` takes it: a change on the SSH session's path on trial
+    out = run_plans(tuner, r.plans, confirmed=yes, guard=cli_guard(confirm))
+    if out.trial is not None and out.error is None and not keep_or_revert(out.trial):
+        return 3, lines + [f"not kept: {out.trial.message}"]
     if out.pending:
         raise PlanError("needs --yes: " + "; ".join(out.confirm))
     if out.error is not None:

@@ -25,6 +25,9 @@ def add_subcommands(sub: Any) -> None:
     a.add_argument("--dry-run", action="store_true", dest="apply_dry_run", help="show what differs, change nothing")
     a.add_argument("-y", "--yes", action="store_true", dest="apply_yes",
                    help="confirm disruptive changes (qdisc, rings, MTU) without asking")
+    a.add_argument("--confirm", type=float, default=None, metavar="SECONDS", dest="apply_confirm",
+                   help="apply on trial: revert after SECONDS unless `y` is typed (0: never; default: 30 "
+                        "for a change on this SSH session's own path made from a terminal)")
 
 
 def _nettop_path() -> str:
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         from nettop.fleet.apply import apply
 
-        code, lines = apply(args.file, tuner, args.apply_dry_run, args.apply_yes)
+        code, lines = apply(args.file, tuner, args.apply_dry_run, args.apply_yes, args.apply_confirm)
         for line in lines:
             print(one_line(line))
         return code
