@@ -15,7 +15,8 @@ debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils
 # and render the man page with man-db (tests/test_cli_conventions.py); the units are checked
 # with systemd-analyze, setpriv and strace, serve's TLS with a certificate from openssl
 # (tests/test_units.py, tests/test_serve_webconfig.py)
-if [ "$mode" = test ]; then debs+=(prometheus udev man-db systemd util-linux strace openssl); fi
+# the SSH lab (tests/ssh_lab.py) runs its own sshd in a namespace, with a config of its own
+if [ "$mode" = test ]; then debs+=(prometheus udev man-db systemd util-linux strace openssl openssh-server openssh-client); fi
 if [ "$(id -u)" = 0 ]; then
   debs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
   missing=()
@@ -25,7 +26,15 @@ if [ "$(id -u)" = 0 ]; then
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}" >&2
     apt-get update -qq
+    # installing a daemon's package must not start it on this host (the host's own sshd
+    # stays as it was): invoke-rc.d asks policy-rc.d, and 101 means "do not start"
+    guard=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      guard=/usr/sbin/policy-rc.d
+      printf '#!/bin/sh\nexit 101\n' > "$guard" && chmod 755 "$guard"
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    [ -z "$guard" ] || rm -f "$guard"
   fi
   # bcc compiles against /lib/modules/$(uname -r)/build. Real hosts install the matching
   # linux-headers package; a kernel without one (as in CI) gets Debian's headers linked in.
