@@ -112,6 +112,9 @@ class LivePipeline:
         a captured tree. Asked of the kernel on the sampler thread (`_refresh_routes`)."""
         return self._routes
 
+    def playback(self) -> None:
+        return None  # live: nothing to seek
+
     def session(self) -> SessionPath | None:
         """The SSH session this process runs in and the devices that carry it; None on
         the console and for a captured tree (nettop.collectors.session_path)."""

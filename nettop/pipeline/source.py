@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
-from nettop.model.timeline import Point, Timeline
+from nettop.model.timeline import Event, Point, Timeline
 
 if TYPE_CHECKING:
     from nettop.collectors.session_path import SessionPath
@@ -28,6 +28,27 @@ if TYPE_CHECKING:
     from nettop.ping.prober import Prober
 
 Wake = Callable[[], None]
+
+
+class Playback(Protocol):
+    """What only a recording can do: its place, its speed, and moving through it."""
+
+    speed: float  # 1 = as recorded
+
+    @property
+    def path(self) -> str: ...  # the file or `record --dir` directory
+    @property
+    def warnings(self) -> list[str]: ...  # what could not be read, one line each
+    @property
+    def position(self) -> int: ...  # the sample shown, from 0
+    @property
+    def length(self) -> int: ...  # samples in the recording
+    @property
+    def at_end(self) -> bool: ...
+
+    def step(self, n: int = 1) -> Point | None: ...
+    def seek(self, t_wall: float) -> Point | None: ...
+    def next_event(self, direction: int = 1, kinds: tuple[str, ...] | None = None) -> Event | None: ...
 
 
 class Source(Protocol):
@@ -61,6 +82,7 @@ class Source(Protocol):
 
     def route_ifindexes(self) -> tuple[int, ...]: ...  # the default route's interfaces, first first
     def session(self) -> SessionPath | None: ...  # the SSH session's path; None: console or replay
+    def playback(self) -> Playback | None: ...  # a recording's controls; None: a live source
     def start(self, wake: Wake) -> None: ...
     def take(self) -> Point | None: ...
     def stop(self) -> None: ...
@@ -93,4 +115,4 @@ class Mailbox:
             return point
 
 
-__all__ = ["Mailbox", "Source", "Wake"]
+__all__ = ["Mailbox", "Playback", "Source", "Wake"]

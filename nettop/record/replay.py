@@ -123,6 +123,13 @@ class ReplaySource:
     def session(self) -> None:
         return None  # a recording is reviewed, not tuned: no session path to protect
 
+    def playback(self) -> ReplaySource:
+        return self
+
+    @property
+    def length(self) -> int:
+        return len(self.reader)
+
     # --- playback ------------------------------------------------------------------------
 
     @property

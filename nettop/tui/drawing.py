@@ -107,8 +107,7 @@ class DrawingMixin(_AppBase):
         session = src.session()
         if session is not None:  # a change on this path is applied on trial
             parts.insert(1, f"{fmt.SESSION_MARK} ssh via {session.ifname}" if session.ifname else f"{fmt.SESSION_MARK} ssh: path unknown")
-        tap = getattr(src, "tap", None)
-        status = tap.status() if tap is not None else None
+        status = src.tap.status() if src.tap is not None else None
         if status is not None:
             parts.insert(1, f"● REC {display_path(status.path)} {playback.size_text(status.size)}")
         if self._own_cpu is not None:
@@ -126,22 +125,20 @@ class DrawingMixin(_AppBase):
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_replay_header(self, point: Point | None) -> None:
-        src: Any = self.source
+        src, pb = self.source, self.source.playback()
         state = "nettop replay"
         if self.seeking:
             state += " seeking…"
         elif src.paused:
             state += " PAUSED"
-        elif getattr(src, "at_end", False):
+        elif pb is not None and pb.at_end:
             state += " (end)"
-        speed = getattr(src, "speed", None)
-        parts = [state, f"speed {playback.speed_text(speed)}" if speed else f"every {fmt.interval(src.interval)}"]
+        parts = [state, f"speed {playback.speed_text(pb.speed)}" if pb is not None else f"every {fmt.interval(src.interval)}"]
         if point is not None:
             snap = point.snapshot
             parts += [snap.host, snap.kernel, playback.stamp(snap.t_wall)]
-        reader = getattr(src, "reader", None)
-        if reader is not None:
-            parts.append(f"sample {src.position + 1}/{len(reader)}")
+        if pb is not None:
+            parts.append(f"sample {pb.position + 1}/{pb.length}")
         probes = self._probe_text(point)
         if probes is not None:
             parts.append(probes)
@@ -151,8 +148,8 @@ class DrawingMixin(_AppBase):
     def _draw_notice(self, point: Point | None = None) -> None:
         point = point or self.latest
         if self.replaying:
-            src: Any = self.source
-            text: str | None = playback.replay_notice(getattr(src, "path", "?"), list(getattr(src, "warnings", [])))
+            pb = self.source.playback()
+            text: str | None = playback.replay_notice(pb.path, list(pb.warnings)) if pb is not None else None
         else:
             text = model.root_notice(point.snapshot, self.source.is_root) if point is not None else None
         if self.record_error is not None:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from textual import work
 
 from nettop.model.timeline import Event
+from nettop.pipeline.source import Playback
 from nettop.tui import playback
 from nettop.tui.drawing import DrawingMixin
 from nettop.tui.messages import Moved
@@ -33,10 +34,12 @@ class ReplayKeysMixin(DrawingMixin):
         self._replay_move(lambda s: s.next_event(direction), "event" if direction > 0 else "prev event")
 
     def action_speed(self, direction: int) -> None:
-        src: Any = self.source
-        new = playback.next_speed(src.speed, direction)
-        src.interval = src.interval * src.speed / new  # the setter wakes the playback thread
-        src.speed = new
+        src, pb = self.source, self.source.playback()
+        if pb is None:
+            return
+        new = playback.next_speed(pb.speed, direction)
+        src.interval = src.interval * pb.speed / new  # the setter wakes the playback thread
+        pb.speed = new
         self._draw_header()
         self.notify(f"speed {playback.speed_text(new)}", timeout=2)
 
@@ -61,17 +64,21 @@ class ReplayKeysMixin(DrawingMixin):
         self.push_screen(Prompt(f"Go to: HH:MM:SS (UTC, on {day}), or +/-seconds (+90, -5m); escape cancels",
                                 placeholder=playback.stamp(now)[11:19], check=check, id="goto"), go)
 
-    def _replay_move(self, move: Callable[[Any], Any], what: str) -> None:
+    def _replay_move(self, move: Callable[[Playback], Any], what: str) -> None:
         self.seeking += 1
         self._draw_header()
         self._move_worker(move, what)
 
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
-    def _move_worker(self, move: Callable[[Any], Any], what: str) -> None:
+    def _move_worker(self, move: Callable[[Playback], Any], what: str) -> None:
         """Runs a move on a thread (a seek replays ~180 samples); the new point arrives as
         usual through the source's mailbox, then `Moved` says it is done."""
+        pb = self.source.playback()
+        if pb is None:
+            self.post_message(Moved(what, None, f"{what}: this source is not a recording"))
+            return
         try:
-            result = move(self.source)
+            result = move(pb)
         except Exception as exc:  # noqa: BLE001 - one line on screen, the app goes on
             self.post_message(Moved(what, None, f"{what}: {exc}"))
             return

@@ -69,6 +69,9 @@ class ScriptedSource:
     def session(self) -> SessionPath | None:
         return self.session_path
 
+    def playback(self) -> None:
+        return None  # a script has no recording to move through
+
     @property
     def superseded(self) -> int:
         return self._mailbox.superseded
