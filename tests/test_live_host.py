@@ -249,9 +249,13 @@ def _nettop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 def test_snapshot_json_has_the_documented_fields(veth_lab):
     lab = veth_lab
     lab.iperf3_server()
-    client = lab.iperf3_client(3)
+    # The load must cover the snapshot's second, however long a busy machine takes to
+    # start nettop: it runs until the snapshot is done, then is stopped.
+    client = lab.iperf3_client(120)
     time.sleep(0.5)
     p = _nettop("snapshot", "--json", "--interval", "1")
+    assert client.poll() is None, "iperf3 ended before the snapshot did"
+    client.kill()
     client.communicate(timeout=30)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
