@@ -94,7 +94,9 @@ def test_the_idle_lab_gives_no_finding(veth_lab):
 def test_gro_off_on_a_busy_veth_is_named_and_the_fix_resolves_it(veth_lab, state):
     # veth starts with GRO off; under a TCP stream it is a busy NIC
     tcp_load(veth_lab, 20, reverse=True)
-    f = by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))[f"offloads-off:{veth_lab.host_if}"]
+    doc = doctor("--seconds", "2", "--iface", veth_lab.host_if)
+    assert f"offloads-off:{veth_lab.host_if}" in by_id(doc), doc
+    f = by_id(doc)[f"offloads-off:{veth_lab.host_if}"]
     assert f["fix"] == [f"nettop set features {veth_lab.host_if} gro=on"]
     assert f["figures"]["gro_off"] == 1 and f["figures"]["pps"] >= 5000
     apply(f["fix"][0], state=state)
