@@ -94,7 +94,9 @@ def test_the_idle_lab_gives_no_finding(veth_lab):
 def test_gro_off_on_a_busy_veth_is_named_and_the_fix_resolves_it(veth_lab, state):
     # veth starts with GRO off; under a TCP stream it is a busy NIC
     tcp_load(veth_lab, 20, reverse=True)
-    f = by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))[f"offloads-off:{veth_lab.host_if}"]
+    doc = doctor("--seconds", "2", "--iface", veth_lab.host_if)
+    assert f"offloads-off:{veth_lab.host_if}" in by_id(doc), doc
+    f = by_id(doc)[f"offloads-off:{veth_lab.host_if}"]
     assert f["fix"] == [f"nettop set features {veth_lab.host_if} gro=on"]
     assert f["figures"]["gro_off"] == 1 and f["figures"]["pps"] >= 5000
     apply(f["fix"][0], state=state)
@@ -160,6 +162,13 @@ def test_time_squeeze_from_a_tiny_budget_and_the_fix(veth_lab, state):
         assert "time-squeeze:host" not in by_id(doctor("--seconds", "2", "--iface", veth_lab.host_if))
 
 
+def _peer_echo_requests(lab: _lab.VethLab) -> int:
+    """ICMP echo requests the lab's peer has received (its namespace's Icmp InEchos)."""
+    lines = [l.split() for l in lab.ns_run(["cat", "/proc/net/snmp"]).stdout.splitlines()
+             if l.startswith("Icmp:")]
+    return int(lines[1][lines[0].index("InEchos")])
+
+
 def test_bufferbloat_behind_tbf_is_named_with_idle_and_loaded_rtt(veth_lab, state):
     """tbf with a 4 MB queue at 20 Mbit/s under four TCP streams: a standing queue. The
     doctor samples a second of idle RTT before the load starts, as a live session would."""
@@ -171,6 +180,12 @@ def test_bufferbloat_behind_tbf_is_named_with_idle_and_loaded_rtt(veth_lab, stat
                           "--ping", veth_lab.peer_ip], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env, cwd=ROOT)
     try:
+        # The idle second is counted from the doctor's first probe reaching the peer, not
+        # from Popen: a busy machine can take seconds to start nettop, and a load started
+        # before the doctor samples leaves it no idle RTT to compare with.
+        deadline = time.monotonic() + 60
+        while _peer_echo_requests(veth_lab) == 0 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.1)
         time.sleep(1.5)
         veth_lab.iperf3_client(15, extra=["-P", "4"])
         out, err = p.communicate(timeout=60)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 
@@ -22,6 +23,7 @@ import pytest
 
 import lab as _lab
 from nettop.ebpf import EbpfProbes
+from nettop.ebpf.cost import read_prog_run
 
 pytestmark = [pytest.mark.lab, pytest.mark.live]
 
@@ -83,7 +85,7 @@ def test_udp_flood_shows_napi_polls_and_net_rx_softirq_on_the_cpus_that_poll(vet
     busy = [n for n in sample.napi if n.ifname == veth_lab.peer_if and n.netns == busy_ns]
     work = sum(n.work for n in busy)
     assert rx > 10000
-    assert 0.9 * rx <= work <= 1.05 * rx + 100, (work, rx)
+    assert 0.9 * rx <= work <= 1.05 * rx + 100, (work, rx, sample.window_s, sample.elapsed_s)
     assert all(n.napi_id > 0 and n.budget > 0 for n in busy)
     assert sum(n.polls for n in busy) > 0
     # ... the idle lab's NAPIs did not poll at all
@@ -185,15 +187,44 @@ def _make_disk_interrupts(seconds: float) -> None:
         os.unlink(path)
 
 
+def _exit_runs(probes: EbpfProbes) -> int:
+    """How many times the kernel has run the irq_handler_exit program: the kernel's own
+    count of the handler exits the probe saw (run-time statistics are on while the probes
+    run), read straight from the program fd's fdinfo, not through nettop's maps."""
+    return read_prog_run(probes._progs["irq_handler_exit"]).run_cnt
+
+
+def _disk_irqs(table: dict[int, tuple[int, str]]) -> set[int]:
+    """The virtio-blk queue IRQs, the ones _make_disk_interrupts makes fire."""
+    return {irq for irq, (_, name) in table.items() if re.fullmatch(r"virtio\d+-req\.\d+", name)}
+
+
 @needs_probes
 def test_hardirq_time_is_measured_and_eth0_virtio_irqs_are_reported_when_they_fire():
+    # Two clocks count interrupts here: /proc/interrupts counts deliveries (kstat, bumped
+    # before the handler runs), the probe counts handler runs (irq_handler_exit). They are
+    # read at different instants, so every comparison is bracketed: each reference is read
+    # before and after the reads it is compared with, and the true value lies between.
+    #   proc0  runs0  take1  runs1  proc1 ... work ... proc2  runs2  take2  runs3  proc3
+    # They also do not count the same thing: on this kernel's virtio-pci (6.18, Firecracker)
+    # the vsock tx IRQ was counted in /proc 15 % more often than its handler ran (742
+    # deliveries, 632 runs in 240 s of 0.2 s windows; 29 windows with a delivery and no
+    # run), with the probes attached throughout and no recursion misses, so "count >=
+    # rise" is not a property of the kernel and is not asserted for every IRQ.
     probes = _started(("hardirq",))
     try:
+        _make_disk_interrupts(0.5)  # runs before the window, which its counts must leave out
+        proc0 = _proc_interrupts()
+        runs0 = _exit_runs(probes)
         probes.take()
-        before = _proc_interrupts()
+        runs1 = _exit_runs(probes)
+        proc1 = _proc_interrupts()
         _make_disk_interrupts(3.0)
-        after = _proc_interrupts()
+        proc2 = _proc_interrupts()
+        runs2 = _exit_runs(probes)
         sample = probes.take()
+        runs3 = _exit_runs(probes)
+        proc3 = _proc_interrupts()
     finally:
         probes.stop()
     by_irq: dict[int, tuple[int, int, str]] = {}
@@ -201,20 +232,35 @@ def test_hardirq_time_is_measured_and_eth0_virtio_irqs_are_reported_when_they_fi
         n, ns, _ = by_irq.get(r.irq, (0, 0, ""))
         by_irq[r.irq] = (n + r.count, ns + r.time_ns, r.name)
     assert any(ns > 0 for _, ns, _ in by_irq.values()), sample.hardirq
-    # Every IRQ /proc/interrupts saw fire (inside the probes' window) is reported, named.
-    for irq, (total, name) in after.items():
-        rise = total - before.get(irq, (total, ""))[0]
-        if rise > 0:
-            count, ns, pname = by_irq.get(irq, (0, 0, ""))
-            # /proc/interrupts and the probe read their counters at slightly different
-            # instants at each end of the window: one interrupt may fall in between.
-            assert count >= rise - 1 and ns > 0, (irq, name, rise, count)
-            assert name in pname.split(","), (irq, name, pname)
-    virtio = _eth0_virtio()
-    eth0_irqs = {irq for irq, (_, name) in after.items()
-                 if virtio and name.startswith(f"{virtio}-")}
-    fired = {irq for irq in eth0_irqs if after[irq][0] > before.get(irq, (0, ""))[0]}
-    assert fired <= set(by_irq)
+
+    # Every handler run the kernel counted between the takes is in nettop's rows, once:
+    # the runs counted in (runs1, runs2) all fell inside the takes' window and those in
+    # (runs0, runs3) contain it. A row lost, counted twice or not made a delta fails here.
+    total = sum(n for n, _, _ in by_irq.values())
+    assert runs2 - runs1 <= total <= runs3 - runs0, (runs0, runs1, runs2, runs3, total)
+
+    for irq, (count, ns, pname) in by_irq.items():
+        # A reported IRQ is a real one, named as /proc/interrupts names it, with time ...
+        assert irq in proc3, (irq, pname)
+        assert proc3[irq][1] in pname.split(","), (irq, proc3[irq][1], pname)
+        assert ns > 0, (irq, pname, count)
+        # ... and its handler cannot have run more often than it was delivered in the
+        # outer bracket: kstat is bumped before each run. (The one uncounted run is a
+        # replay, when an edge IRQ arrives on a second CPU while its handler runs on the
+        # first, i.e. during a move of its affinity; the suite moves none meanwhile.) A
+        # shared line runs one handler per device for each delivery: left out.
+        outer = proc3[irq][0] - proc0.get(irq, (0, ""))[0]
+        assert "," in pname or count <= outer, (irq, pname, count, outer)
+
+    # The disk IRQs the test drives (dozens of deliveries inside the inner bracket: every
+    # fsync completes through them) are reported, with their time.
+    # (A host whose tests/ is not on a virtio-blk disk has no such IRQ to check.)
+    disk = _disk_irqs(proc2)
+    if disk:
+        disk_rise = sum(proc2[irq][0] - proc1.get(irq, (0, ""))[0] for irq in disk)
+        assert disk_rise == 0 or sum(by_irq.get(irq, (0, 0, ""))[0] for irq in disk) > 0, (disk_rise, by_irq)
+    # eth0's virtio queue IRQs need no check of their own: a handler run of theirs is in
+    # the exact total above, and its row is named as /proc names it (eth0's queue name).
 
 
 def _raw_tp_progs() -> int:
@@ -278,17 +324,24 @@ def test_a_flood_makes_the_probes_attach_part_time_and_rates_stay_estimated(veth
         probes.take()
         cli = veth_lab.iperf3_client(5, extra=["-u", "-b", "0", "-l", "1200"])
         time.sleep(1.5)  # one fully attached interval decides the duty
-        probes.take()
+        prev = probes.take()
         for _ in range(2):
             rx0 = _peer_rx_packets(veth_lab)
             time.sleep(1.0)
-            samples.append((probes.take(), _peer_rx_packets(veth_lab) - rx0))
+            sample = probes.take()
+            samples.append((sample, _peer_rx_packets(veth_lab) - rx0, prev.elapsed_s))
+            prev = sample
         cli.communicate(timeout=30)
     finally:
         probes.stop()
-    for sample, rx in samples:
-        # THEN the probes were attached only part of each interval
-        assert sample.duty > 1 and 0 < sample.window_s < 0.75 * sample.elapsed_s, sample
+    for sample, rx, prev_elapsed in samples:
+        # THEN the probes were attached only part of each interval: the detach timer is
+        # set at each take to the previous interval's length over the duty (1.5 s / 2 is
+        # 0.75 s of a 1 s interval), so the window is at least that long (the timer may
+        # fire late on a busy machine, never early) and ends before the interval does.
+        assert sample.duty > 1, sample
+        share = min(prev_elapsed, sample.elapsed_s) / sample.duty
+        assert share * 0.99 <= sample.window_s < sample.elapsed_s, (prev_elapsed, sample)
         # ... and scaling by the attached window still estimates the packet rate
         est = sum(n.work for n in sample.napi if n.netns == lab_ns) / sample.window_s
         actual = rx / sample.elapsed_s

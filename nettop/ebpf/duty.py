@@ -18,6 +18,10 @@ from nettop.ebpf.sample import EbpfSample
 # Probe runs per second before duty cycling starts: ~1 % of one CPU at ~100 ns a run.
 EVENTS_PER_S_BUDGET = 100_000
 MAX_DUTY = 32
+# Interval a rate needs before it may change the duty: a take() right after start()
+# covers microseconds, and a dozen events in 16 us (735,000/s) once detached the probes
+# for 97 % of the next, real interval. (The sampler's intervals are 0.1 s or more.)
+MIN_INTERVAL_S = 0.05
 
 
 def duty_for(events_per_s: float, budget: float = EVENTS_PER_S_BUDGET) -> int:

@@ -26,7 +26,7 @@ from nettop.ebpf.cost import RunTimeStats, read_prog_run
 from nettop.ebpf.deltas import (cost_rows, drop_rows, hardirq_rows, hash_reader,
                                 irq_handler_names, napi_rows, own_netns, sample_mask,
                                 softirq_rows)
-from nettop.ebpf.duty import Window, duty_for, events_in
+from nettop.ebpf.duty import MIN_INTERVAL_S, Window, duty_for, events_in
 from nettop.ebpf.maps import (DROP_KEY, DROP_VAL, IRQ_KEY, IRQ_VAL, NAPI_KEY, NAPI_VAL,
                               SIRQ_WORDS, HashReader, PerCpuReader)
 from nettop.ebpf.program import PROBES, function_name, layout_from_btf, render
@@ -221,7 +221,7 @@ class EbpfProbes:
 
     def _plan_next_interval(self, sample: EbpfSample, now: float) -> None:
         """Pick the duty from this interval's event rate and open the next window."""
-        if sample.window_s > 0:
+        if sample.window_s > 0 and sample.elapsed_s >= MIN_INTERVAL_S:
             # Step down by halves only, so a flood with short pauses does not bring
             # back a fully attached interval each time it resumes.
             self.duty = max(duty_for(events_in(sample) / sample.window_s), self.duty // 2)

@@ -210,6 +210,10 @@ class Prober:
             while not self._resolved.empty():
                 self._opened(*self._resolved.get_nowait())
             now = time.monotonic_ns()
+            # Replies already queued by `now` are read before anything expires at `now`:
+            # a thread the machine left unscheduled for longer than the timeout would
+            # otherwise call probes lost whose replies came in time and were waiting.
+            self._drain(ep)
             deadline = now + 1_000_000_000
             for i, slot in enumerate(self._slots):
                 if slot.target is not None:
@@ -221,23 +225,27 @@ class Prober:
             if wait:
                 # select() waits with µs precision where epoll_wait rounds up to a ms.
                 select.select([ep], [], [], wait)
-            for fd, events in ep.poll(0):
-                if fd == self._wake_fd:
-                    try:
-                        os.eventfd_read(self._wake_fd)
-                    except BlockingIOError:
-                        pass
-                    continue
-                handler = self._handlers.get(fd)
-                if handler is None:
-                    continue
+            self._drain(ep)
+
+    def _drain(self, ep: select.epoll) -> None:
+        """Handle every fd that is ready now, without waiting."""
+        for fd, events in ep.poll(0):
+            if fd == self._wake_fd:
                 try:
-                    handler(events)
-                except Exception as exc:
-                    owner = getattr(handler, "__self__", None)
-                    if owner is not None and hasattr(owner, "tracker"):
-                        owner.tracker.error = _internal(owner.tracker.target, exc)
-                    self._unregister(fd)  # a level-triggered fd would spin otherwise
+                    os.eventfd_read(self._wake_fd)
+                except BlockingIOError:
+                    pass
+                continue
+            handler = self._handlers.get(fd)
+            if handler is None:
+                continue
+            try:
+                handler(events)
+            except Exception as exc:
+                owner = getattr(handler, "__self__", None)
+                if owner is not None and hasattr(owner, "tracker"):
+                    owner.tracker.error = _internal(owner.tracker.target, exc)
+                self._unregister(fd)  # a level-triggered fd would spin otherwise
 
     def _tick(self, index: int, slot: _Slot, now: int) -> int:
         """Expire, retry and send for one target; returns when it next needs the thread."""
