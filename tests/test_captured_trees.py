@@ -199,3 +199,36 @@ def test_unknown_counters_stay_null_through_a_recording(tmp_path):
     got = list(Reader(path).snapshots())
     assert got == snaps
     assert got[-1].links["eth0"].rx_bytes is None and got[-1].uptime_s == 86400.0
+
+
+def test_the_json_carries_the_totals_each_rate_came_from(tmp_path, capsys):
+    """Checked against the files themselves, parsed here on their own."""
+    t = tree(tmp_path, cpus=4)
+    doc = snapshot_json(t, capsys)
+    assert doc["schema"] == "nettop.snapshot/1" and doc["schema_version"] == 2
+    assert doc["uptime_s"] == 86400.0
+    softnet = {int(f[12], 16): [int(x, 16) for x in f]
+               for f in (line.split() for line in (t / "proc/net/softnet_stat").read_text().splitlines())}
+    stat = {int(f[0][3:]): [int(x) for x in f[1:]] for f in
+            (line.split() for line in (t / "proc/stat").read_text().splitlines())
+            if f[0].startswith("cpu") and f[0] != "cpu"}
+    sirq = {line.split(":")[0].strip(): [int(x) for x in line.split(":")[1].split()]
+            for line in (t / "proc/softirqs").read_text().splitlines()[1:]}
+    for c in doc["cpus"]:
+        cpu, tot = c["cpu"], c["totals"]
+        assert (tot["softnet_processed"], tot["softnet_dropped"], tot["time_squeeze"],
+                tot["received_rps"], tot["flow_limit_count"]) == tuple(softnet[cpu][i] for i in (0, 1, 2, 9, 10))
+        assert (tot["user_ticks"], tot["system_ticks"], tot["idle_ticks"], tot["softirq_ticks"]) == \
+            (stat[cpu][0], stat[cpu][2], stat[cpu][3], stat[cpu][6])
+        assert (tot["net_rx"], tot["net_tx"]) == (sirq["NET_RX"][cpu], sirq["NET_TX"][cpu])
+    header = (t / "proc/interrupts").read_text().splitlines()[0].split()
+    for line in (t / "proc/interrupts").read_text().splitlines()[1:]:
+        head, _, rest = line.partition(":")
+        if head.strip() in doc["irqs"]:
+            counts = [int(x) for x in rest.split()[:len(header)]]
+            irq = doc["irqs"][head.strip()]
+            assert irq["per_cpu"] == {h[3:]: n for h, n in zip(header, counts)}
+            assert irq["count"] == sum(counts)
+    assert len(doc["irqs"]) >= 4
+    eth0 = doc["interfaces"]["eth0"]["counters"]
+    assert eth0["rx_bytes"] == int((t / ETH0 / "statistics/rx_bytes").read_text())
