@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
     s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
     s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", help="seconds between the two samples (default 1)")
-    s.add_argument("--root", type=_root, default=None, dest="snap_root", help="read a captured /proc + /sys tree")
+    s.add_argument("--root", type=_root, action="append", default=None, dest="snap_root",
+                   help="read a captured /proc + /sys tree: once for since-boot averages, twice "
+                        "(two captures of one host) for the rates between them")
     s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE")
     _ping_args(s, prefix="snap_")
     s.add_argument("--ebpf", action="store_true",
@@ -206,6 +208,29 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
     return 0
 
 
+def cmd_snapshot_captured(roots: list[SysRoot], ifaces: list[str] | None, as_json: bool) -> int:
+    """`nettop snapshot --root A [--root B]`: each capture read once (output/captured.py)."""
+    from nettop.output.captured import CaptureError, snapshot_document
+
+    try:
+        doc = snapshot_document(roots, ifaces)
+    except CaptureError as exc:
+        raise UsageError(str(exc)) from None
+    if ifaces:
+        unknown = [i for i in ifaces if i not in doc["interfaces"]]
+        if unknown:
+            raise UsageError(f"no interface named {', '.join(unknown)} in the capture")
+    if as_json:
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        from nettop.output.text_report import render
+        sys.stdout.write(render(doc))
+    for line in doc["problems"]:
+        print(f"nettop: {line}", file=sys.stderr)
+    return 0
+
+
 def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
              ping: list[str] | None = None, ping_interval: float | None = None,
              revert_on_exit: bool = False, latency_target_ms: float | None = None) -> int:
@@ -258,8 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_record(args)
         if args.command in ("replay", "export", "report"):
             return cmd_recording(args)
+        if args.command == "snapshot" and (args.snap_root or not args.root.live):
+            return cmd_snapshot_captured(args.snap_root or [args.root], args.snap_iface or args.iface, args.json)
         if args.command == "snapshot":
-            return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
+            return cmd_snapshot(args.root, args.snap_interval or args.interval,
                                 args.snap_iface or args.iface, args.json,
                                 args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval,
                                 args.ebpf)
