@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     experiment_cli.add_subcommands(sub)
     from nettop.fleet import cli as fleet_cli
     fleet_cli.add_subcommands(sub)
+    from nettop.capture import cli as capture_cli
+    capture_cli.add_subcommands(sub)
     from nettop.serve import cli as serve_cli
     serve_cli.add_subcommands(sub, _interval, _root, _latency_target)
     _ping_args(sub.choices["serve"], prefix="serve_")
@@ -283,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_record(args)
         if args.command in ("replay", "export", "report"):
             return cmd_recording(args)
+        if args.command == "capture":
+            from nettop.capture.cli import run as run_capture
+            return run_capture(args)
         if args.command == "snapshot" and (args.snap_root or not args.root.live):
             return cmd_snapshot_captured(args.snap_root or [args.root], args.snap_iface or args.iface, args.json)
         if args.command == "snapshot":

@@ -91,10 +91,10 @@ def captured_points(roots: list, ifaces: list[str] | None) -> tuple[list, str]: 
     """Timeline points of one capture (the host at boot, then the capture: since-boot
     averages) or of two captures (their own interval); see nettop/output/captured.py."""
     from nettop.model.timeline import Timeline
-    from nettop.output.captured import NONE, CaptureError, pair, read_capture
+    from nettop.output.captured import NONE, CaptureError, expand, pair, read_capture
 
     try:
-        p = pair([read_capture(r, ifaces) for r in roots])
+        p = pair([read_capture(r, ifaces) for r in expand(roots)])
     except CaptureError as exc:
         raise OSError(str(exc)) from None
     if p.basis == NONE:

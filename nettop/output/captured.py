@@ -45,6 +45,17 @@ def read_capture(root: SysRoot, ifaces: Iterable[str] | None = None) -> Snapshot
         return reader.read()
 
 
+def expand(roots: list[SysRoot]) -> list[SysRoot]:
+    """The trees to read: a two-capture archive given once stands for both its captures."""
+    from nettop.capture.archive import second_capture
+
+    if len(roots) == 1:
+        second = second_capture(roots[0].path)
+        if second is not None:
+            return [roots[0], SysRoot(second)]
+    return list(roots)
+
+
 def pair(snaps: list[Snapshot]) -> CapturePair:
     """Rates' endpoints for one or two captures of one host."""
     if len(snaps) == 1:
@@ -95,7 +106,7 @@ def snapshot_document(roots: list[SysRoot], ifaces: list[str] | None) -> dict[st
     from nettop.model.rates import compute_rates
     from nettop.output.snapshot_json import build_document
 
-    p = pair([read_capture(r, ifaces) for r in roots])
+    p = pair([read_capture(r, ifaces) for r in expand(roots)])
     doc = build_document(p.prev, p.cur, compute_rates(p.prev, p.cur), None)
     doc["rates_basis"] = p.basis
     if p.basis == NONE:
