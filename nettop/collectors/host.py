@@ -219,6 +219,9 @@ class HostReader:
         if self._ethtool is not None:
             coalesce, rings, channels, p3 = nic_settings.read_nic_settings(self._ethtool, name)
             problems.extend(p3)
+        elif not self.root.live:  # a sosreport's or `nettop capture`'s saved ethtool output
+            from nettop.kernel import sos
+            coalesce, rings, channels, _ = sos.nic_settings(self.root.path, name)
         return DeviceConfig(
             ifname=name,
             numa_node=info.numa_node,

@@ -154,9 +154,11 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
     try:
         ifindex = decimal(root.read_line(f"{base}/ifindex"), 32)
     except (OSError, ValueError):
-        # not a network interface directory (e.g. bonding_masters); one /proc/net/dev
-        # lists is still kept, from that file (read_sysfs_links)
-        return None
+        # a sosreport copies some attributes only: an interface folder with statistics/
+        # (or one /proc/net/dev lists) is still one, its ifindex unknown (0)
+        if not (root.exists(f"{base}/statistics") or name in (net_dev or {})):
+            return None  # not a network interface directory (e.g. bonding_masters)
+        ifindex = 0
     stats = _stats(root, name, net_dev, problems)
     try:
         operstate = root.read_line(f"{base}/operstate")

@@ -63,7 +63,7 @@ def pair(snaps: list[Snapshot]) -> CapturePair:
         boot = boot_snapshot(cur)
         if boot is None:
             return CapturePair(dataclasses.replace(cur, t_mono=cur.t_mono - 1.0), cur, NONE,
-                               "one capture without /proc/uptime: totals only, no rate or "
+                               "one capture, and no uptime in it: totals only, no rate or "
                                "average can be given")
         return CapturePair(boot, cur, SINCE_BOOT,
                            f"one capture: figures are since-boot averages over "
@@ -106,9 +106,11 @@ def snapshot_document(roots: list[SysRoot], ifaces: list[str] | None) -> dict[st
     from nettop.model.rates import compute_rates
     from nettop.output.snapshot_json import build_document
 
-    p = pair([read_capture(r, ifaces) for r in expand(roots)])
+    trees = expand(roots)
+    p = pair([read_capture(r, ifaces) for r in trees])
     doc = build_document(p.prev, p.cur, compute_rates(p.prev, p.cur), None)
     doc["rates_basis"] = p.basis
+    doc["setting_sources"] = setting_sources(trees[-1], doc)
     if p.basis == NONE:
         doc["interval_s"] = None
         _unknown_rates(doc)
@@ -132,3 +134,26 @@ def _unknown_rates(node: Any) -> None:
     elif isinstance(node, list):
         for v in node:
             _unknown_rates(v)
+
+
+def setting_sources(root: SysRoot, doc: dict[str, Any]) -> dict[str, str]:
+    """Where each setting of a captured host came from: "sysctl net.core.x" or
+    "eth0 coalesce" -> the file under the root (a proc/sys file, or a sosreport's
+    `sysctl -a` / ethtool output for what sysfs cannot hold)."""
+    import os
+
+    from nettop.kernel import sos
+
+    out: dict[str, str] = {}
+    sysctl_names = list(doc["host_config"]["sysctls"]) + ["net.core.default_qdisc",
+                                                          "net.core.rps_sock_flow_entries"]
+    for name in sysctl_names:
+        rel = "proc/sys/" + name.replace(".", "/")
+        if os.path.isfile(root.join(rel)):
+            out[f"sysctl {name}"] = rel
+        elif sos.sysctl_for(root.path, rel) is not None:
+            out[f"sysctl {name}"] = sos.SYSCTL_A
+    for ifname in doc["interfaces"]:
+        for what, src in sos.nic_settings(root.path, ifname)[3].items():
+            out[f"{ifname} {what}"] = src
+    return out
