@@ -148,6 +148,7 @@ def _extract_member(tar: tarfile.TarFile, m: tarfile.TarInfo, dest: Path) -> Non
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as out:
             shutil.copyfileobj(f, out)
+        os.utime(target, (m.mtime, m.mtime))  # when it was captured (capture_time)
     elif m.issym():
         link = m.linkname
         resolved = os.path.normpath(os.path.join(os.path.dirname(name), link))
@@ -186,3 +187,23 @@ def capture_meta(root: str) -> dict | None:  # type: ignore[type-arg]
         return json.loads((p.parent / META).read_text()) if p.parent.name == TOP else None
     except (OSError, ValueError):
         return None
+
+
+def capture_time(root: str) -> float | None:
+    """When a captured tree was taken (UTC seconds): its capture.json entry for a `nettop
+    capture` archive, else the newest modification time of the proc files it holds (a
+    sosreport's and tar's files keep the time they were copied); None when unknown."""
+    meta = capture_meta(root)
+    if meta is not None:
+        for entry in meta.get("captures", ()):
+            if isinstance(entry, dict) and entry.get("dir") == Path(root).name:
+                t = entry.get("t_wall")
+                if isinstance(t, (int, float)):
+                    return float(t)
+    times = []
+    for rel in ("proc/uptime", "proc/net/dev", "proc/stat", "proc/net/softnet_stat", "proc/softirqs"):
+        try:
+            times.append(os.stat(os.path.join(root, rel)).st_mtime)
+        except OSError:
+            continue
+    return max(times) if times else None

@@ -111,7 +111,12 @@ class LiveSource:
         self._given_reader = reader  # else a HostReader is opened on start
         self.ifnames = list(ifnames) if ifnames else None
         self.is_root = os.geteuid() == 0
-        self.mode = "live" if root.live and self.is_root else "read-only"
+        self.mode = "live" if root.live and self.is_root else "read-only" if root.live else "capture"
+        # when a captured tree was taken: the header shows it instead of the clock
+        self.captured_at: float | None = None
+        if not root.live:
+            from nettop.capture.archive import capture_time
+            self.captured_at = capture_time(root.path)
         self.timeline = Timeline(max_points=max_points)
         self.cpu_nodes: Mapping[int, int] = read_cpu_nodes(root)
         self._interval = interval
