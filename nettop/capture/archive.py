@@ -120,9 +120,22 @@ def is_archive(path: str) -> bool:
     return os.path.isfile(path) and path.endswith(ARCHIVE_SUFFIXES)
 
 
+EXTRACTED: set[str] = set()  # directories extracted from archives: their trees never change
+
+
+def is_static(root: str) -> bool:
+    """A tree that cannot change while nettop reads it: one extracted from an archive, or
+    a sosreport directory (a plain directory may be rewritten, e.g. by tests/treegen.py)."""
+    p = os.path.abspath(root)
+    if any(p == d or p.startswith(d + os.sep) for d in EXTRACTED):
+        return True
+    return os.path.isdir(os.path.join(root, "sos_commands"))
+
+
 def extract(path: str) -> Path:
     """Extract an archive safely into a temporary directory (removed at exit)."""
     dest = Path(tempfile.mkdtemp(prefix="nettop-root-"))
+    EXTRACTED.add(str(dest.resolve()))
     atexit.register(shutil.rmtree, dest, True)
     try:
         with tarfile.open(path) as tar:

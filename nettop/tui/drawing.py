@@ -115,6 +115,9 @@ class DrawingMixin(_AppBase):
             shown = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S") + " UTC"
             if src.mode == "capture":  # another host's files: its capture time, never a clock
                 parts[0] = "nettop PAUSED capture" if src.paused else "nettop CAPTURE (not live)"
+                note = getattr(src, "capture_note", None)
+                if note is not None:  # read once, not sampled: say what the figures are
+                    parts[1] = "since boot" if note.startswith("one capture") else "between captures"
                 when = getattr(src, "captured_at", None)
                 shown = ("captured " + _dt.datetime.fromtimestamp(when, _dt.timezone.utc).strftime(
                     "%Y-%m-%d %H:%M:%S UTC") if when is not None else "capture time unknown")

@@ -114,6 +114,7 @@ class LiveSource:
         self.mode = "live" if root.live and self.is_root else "read-only" if root.live else "capture"
         # when a captured tree was taken: the header shows it instead of the clock
         self.captured_at: float | None = None
+        self.capture_note: str | None = None  # what the figures of a static capture are
         if not root.live:
             from nettop.capture.archive import capture_time
             self.captured_at = capture_time(root.path)
@@ -175,6 +176,8 @@ class LiveSource:
         from nettop.model.sampler import Sampler
 
         self._wake = wake
+        if self._given_reader is None and not self.root.live and self._show_capture():
+            return  # a capture that cannot change: its figures are shown once, not sampled
         if self._given_reader is None:
             from nettop.collectors.host import HostReader
 
@@ -186,6 +189,28 @@ class LiveSource:
         sampler = self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
         sampler.paused = self._paused
         sampler.start()
+
+    def _show_capture(self) -> bool:
+        """One capture's since-boot averages, or two captures' rates, as the timeline's two
+        points (nettop/output/captured.py); False (sample it instead) for a tree that may
+        change or captures that give no rate."""
+        from nettop.capture.archive import is_static
+        from nettop.output.captured import BETWEEN, SINCE_BOOT, CaptureError, expand, pair, read_capture
+
+        if not is_static(self.root.path):
+            return False
+        try:
+            p = off_loop(lambda: pair([read_capture(r, self.ifnames) for r in expand([self.root])]))
+        except (CaptureError, OSError) as exc:
+            self._on_error(exc)
+            return False
+        if p.basis not in (SINCE_BOOT, BETWEEN):
+            self.timeline.add_event(Event(time.time(), "problem", p.note))
+            return False
+        self.capture_note = p.note
+        self._on_sample(p.prev)
+        self._on_sample(p.cur)
+        return True
 
     def _on_sample(self, snap) -> None:  # type: ignore[no-untyped-def]
         point = self.timeline.append(snap)
