@@ -9,7 +9,7 @@ cd "$here"
 mode=${1:-run}
 shift || true
 
-debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils-ping procps)
+debs=(python3 python3-venv python3-pip iproute2 ethtool iperf3 tmux htop iputils-ping procps sosreport)
 # the tests start a real Prometheus server against `nettop serve` (tests/test_serve_prometheus.py)
 # and apply `nettop persist --format udev` .link files with udevadm (tests/test_fleet_lab.py)
 # and render the man page with man-db (tests/test_cli_conventions.py); the units are checked

@@ -32,7 +32,7 @@ def main() -> int:
         print(f"effects: {reason}", file=sys.stderr)
         return 2
     outcome = realdrv.run()
-    rows = realdrv.effects(outcome.output)
+    rows = realdrv.name_drivers(realdrv.effects(outcome.output), realdrv.nic_drivers(outcome.output))
     print("| action | figure | before | after | independent reading |")
     print("|---|---|---|---|---|")
     for row in rows:

@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("snapshot", help="take two samples INTERVAL apart and print the rates")
     s.add_argument("--json", action="store_true", help="print one JSON document (schema in docs/snapshot-json.md)")
     s.add_argument("-i", "--interval", type=_interval, default=None, dest="snap_interval", metavar="SECONDS", help="seconds between the two samples (default 1)")
-    s.add_argument("--root", type=_root, default=None, dest="snap_root", metavar="DIR", help="read a captured /proc + /sys tree")
+    s.add_argument("--root", type=_root, action="append", default=None, dest="snap_root", metavar="DIR",
+                   help="read a captured /proc + /sys tree, `nettop capture` archive or sosreport: once for "
+                        "since-boot averages, twice (two captures of one host) for the rates between them")
     s.add_argument("--iface", action="append", default=None, dest="snap_iface", metavar="IFACE",
                    help="only these interfaces (repeatable)")
     _ping_args(s, prefix="snap_")
@@ -65,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     experiment_cli.add_subcommands(sub)
     from nettop.fleet import cli as fleet_cli
     fleet_cli.add_subcommands(sub)
+    from nettop.capture import cli as capture_cli
+    capture_cli.add_subcommands(sub)
     from nettop.serve import cli as serve_cli
     serve_cli.add_subcommands(sub, _interval, _root, _latency_target)
     _ping_args(sub.choices["serve"], prefix="serve_")
@@ -274,6 +278,30 @@ def cmd_snapshot(root: SysRoot, interval: float, ifaces: list[str] | None, as_js
     return 0
 
 
+def cmd_snapshot_captured(roots: list[SysRoot], ifaces: list[str] | None, as_json: bool) -> int:
+    """`nettop snapshot --root A [--root B]`: each capture read once (output/captured.py)."""
+    from nettop.output.captured import CaptureError, snapshot_document
+
+    try:
+        doc = snapshot_document(roots, ifaces)
+    except CaptureError as exc:
+        raise UsageError(str(exc)) from None
+    if ifaces:
+        unknown = [i for i in ifaces if i not in doc["interfaces"]]
+        if unknown:
+            raise UsageError(f"no interface named {', '.join(unknown)} in the capture")
+    if as_json:
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        from nettop.output.text_report import render
+        # no interval (one capture without uptime): the report's first problem line says so
+        sys.stdout.write(render({**doc, "interval_s": doc["interval_s"] or 0.0}))
+    for line in doc["problems"]:
+        print(f"nettop: {line}", file=sys.stderr)
+    return 0
+
+
 def cmd_live(root: SysRoot, interval: float, ifaces: list[str] | None,
              ping: list[str] | None = None, ping_interval: float | None = None,
              revert_on_exit: bool = False, latency_target_ms: float | None = None) -> int:
@@ -340,8 +368,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_record(args)
         if args.command in ("replay", "export", "report"):
             return cmd_recording(args)
+        if args.command == "capture":
+            from nettop.capture.cli import run as run_capture
+            return run_capture(args)
+        if args.command == "snapshot" and (args.snap_root or not args.root.live):
+            return cmd_snapshot_captured(args.snap_root or [args.root], args.snap_iface or args.iface, args.json)
         if args.command == "snapshot":
-            return cmd_snapshot(args.snap_root or args.root, args.snap_interval or args.interval,
+            return cmd_snapshot(args.root, args.snap_interval or args.interval,
                                 args.snap_iface or args.iface, args.json,
                                 args.snap_ping or args.ping, args.snap_ping_interval or args.ping_interval,
                                 args.ebpf)

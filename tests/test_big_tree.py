@@ -66,7 +66,9 @@ def test_snapshot_json_on_a_captured_tree_from_the_cli(tmp_path):
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["host"] == "gen8" and doc["kernel"] == "6.1.0-generated-amd64"
-    assert doc["interfaces"]["eth0"]["rx_bytes_per_s"] == 0.0  # same tree twice: no change
+    # one capture: since-boot averages (total / uptime), not the zeros of one tree read twice
+    assert doc["rates_basis"] == "since_boot" and doc["interval_s"] == 86400.0
+    assert doc["interfaces"]["eth0"]["rx_bytes_per_s"] == round(10**12 / 86400, 3)
     assert len(doc["interfaces"]["eth0"]["queues"]) == 4
 
 

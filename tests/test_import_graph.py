@@ -23,7 +23,7 @@ PKG = ROOT / "nettop"
 # Packages that must never reach the screen stack; `nettop.cli` may, lazily, for the
 # commands that open it (the live view and replay).
 HEADLESS = ("kernel", "model", "collectors", "output", "record", "actions", "ping", "ebpf", "doctor", "serve", "fleet", "experiment",
-            "pipeline")
+            "pipeline", "capture")
 SCREEN = ("textual", "nettop.tui", "plotext.")  # plotext itself is allowed in the Markdown report
 
 

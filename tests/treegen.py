@@ -164,6 +164,8 @@ def generate_tree(dest: Path, cpus: int = 256, irqs: int = 4096, queues: int = 6
     _w(dest / "proc/sys/kernel/hostname", f"gen{cpus}\n")
     _w(dest / "proc/sys/kernel/osrelease", "6.1.0-generated-amd64\n")
     _w(dest / "sys/devices/system/cpu/online", cpu_list(online) + "\n")
+    _w(dest / "sys/devices/system/cpu/offline", cpu_list(off) + "\n")
+    _w(dest / "proc/uptime", f"{86400 + step}.00 {cpus * (86000 + step)}.00\n")
     _w(dest / "sys/devices/system/cpu/possible", f"0-{cpus - 1}\n")
 
     # --- the NIC in sysfs

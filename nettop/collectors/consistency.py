@@ -23,9 +23,13 @@ def _cpus(ids: Iterable[int]) -> str:
 
 def check_cpu_sets(online: Collection[int], interrupts: Collection[int],
                    softirqs: Collection[int], stat: Collection[int],
-                   softnet: Collection[int]) -> list[Problem]:
+                   softnet: Collection[int], damaged: Collection[str] = ()) -> list[Problem]:
     """Problems for per-CPU files whose CPUs disagree with the online set (empty inputs
-    are files that could not be read, already reported by their own collector)."""
+    are files that could not be read, already reported by their own collector).
+
+    `damaged` names the files (as "/proc/...") whose collector already reported a line
+    it skipped: a CPU missing from such a file is that line, not a CPU that went
+    offline, so it is not reported a second time with a wrong cause."""
     if not online:
         return []
     on = set(online)
@@ -37,7 +41,7 @@ def check_cpu_sets(online: Collection[int], interrupts: Collection[int],
         if not cpus:
             continue
         have = set(cpus)
-        missing = on - have
+        missing = set() if source in damaged else on - have
         extra = set() if superset_ok else have - on
         if not missing and not extra:
             continue

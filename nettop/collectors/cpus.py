@@ -19,6 +19,7 @@ from nettop.model.problems import Problem, from_oserror
 from nettop.kernel.sysroot import SysRoot
 
 ONLINE = "sys/devices/system/cpu/online"
+OFFLINE = "sys/devices/system/cpu/offline"
 POSSIBLE = "sys/devices/system/cpu/possible"
 STAT = "proc/stat"
 
@@ -160,11 +161,22 @@ def format_cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
 
 
 def read_online_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
-    """Online CPU ids from sysfs; from /proc/stat's cpuN lines when sysfs has no answer."""
+    """Online CPU ids from sysfs; from /proc/stat's cpuN lines when sysfs has no answer.
+
+    `cpu/offline` (when present) is the kernel's word too: a CPU it names is never
+    taken as online from /proc/stat, and one both files name is a Problem (a captured
+    tree whose files were copied at different times)."""
     problems: list[Problem] = []
+    offline = _read_offline(root, problems)
     try:
         cpus = parse_cpu_list(root.read_line(ONLINE))
         if cpus:
+            both = set(cpus) & offline
+            if both:
+                problems.append(Problem(OFFLINE, (
+                    f"{ONLINE} and {OFFLINE} both list CPU {format_cpu_list(both)} (files "
+                    "captured at different times?); taken as offline")))
+                cpus = tuple(c for c in cpus if c not in offline)
             return cpus, problems
         problems.append(Problem(ONLINE, f"{ONLINE} is empty; taking online CPUs from /proc/stat"))
     except OSError as exc:
@@ -182,7 +194,18 @@ def read_online_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
         return (), problems
     times, stat_problems = parse_stat(text)
     problems.extend(stat_problems)
-    return tuple(sorted(times)), problems
+    return tuple(sorted(c for c in times if c not in offline)), problems
+
+
+def _read_offline(root: SysRoot, problems: list[Problem]) -> set[int]:
+    """CPU ids `cpu/offline` names; empty when the file is absent (older captures)."""
+    try:
+        return set(parse_cpu_list(root.read_line(OFFLINE)))
+    except OSError:
+        return set()
+    except ValueError as exc:
+        problems.append(Problem(OFFLINE, f"cannot parse {OFFLINE} ({exc}); ignored"))
+        return set()
 
 
 def read_possible_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:

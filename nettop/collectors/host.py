@@ -36,7 +36,7 @@ from nettop.collectors import (
 from nettop.collectors.host_tuning import TuningReader
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
-from nettop.model.problems import Problem
+from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import DeviceConfig, LinkStats, Snapshot
 from nettop.kernel.sysroot import LIVE, SysRoot
 
@@ -142,10 +142,17 @@ class HostReader:
             # a device appeared this tick: parse again with its IRQs' counts
             table = take(self._interrupts.read(root, self._want_irq, full=True))
 
-        sirq = take(softirqs.read_softirqs(root))
-        times = take(cpustat.read_stat(root))
-        snet = take(softnet.read_softnet(root, online or None))
-        problems.extend(consistency.check_cpu_sets(online, table.cpus, sirq, times, snet))
+        damaged: list[str] = []  # per-CPU files whose collector reported a skipped line
+
+        def per_cpu(source: str, result: tuple[T, list[Problem]]) -> T:
+            if result[1]:
+                damaged.append(source)
+            return take(result)
+
+        sirq = per_cpu("/proc/softirqs", softirqs.read_softirqs(root))
+        times = per_cpu("/proc/stat", cpustat.read_stat(root))
+        snet = per_cpu("/proc/net/softnet_stat", softnet.read_softnet(root, online or None))
+        problems.extend(consistency.check_cpu_sets(online, table.cpus, sirq, times, snet, damaged))
 
         nics = [n for n in names if n != "lo"]
         qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
@@ -155,6 +162,7 @@ class HostReader:
             root, sorted(mapped | self.follow_irqs),
             lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None)))
         hc = take(host_config.read_host_config(root, self._irqbalance))
+        uptime = take(read_uptime(root))
         tuning = take(self._tuning.read(names))
 
         return Snapshot(
@@ -179,6 +187,7 @@ class HostReader:
             latency=self.prober.take() if self.prober is not None else {},
             ebpf=probes.take() if probes is not None and probes.running else None,
             tuning=tuning,
+            uptime_s=uptime,
         )
 
     # --- helpers -----------------------------------------------------------------------
@@ -210,6 +219,9 @@ class HostReader:
         if self._ethtool is not None:
             coalesce, rings, channels, p3 = nic_settings.read_nic_settings(self._ethtool, name)
             problems.extend(p3)
+        elif not self.root.live:  # a sosreport's or `nettop capture`'s saved ethtool output
+            from nettop.kernel import sos
+            coalesce, rings, channels, _ = sos.nic_settings(self.root.path, name)
         return DeviceConfig(
             ifname=name,
             numa_node=info.numa_node,
@@ -235,6 +247,25 @@ class HostReader:
             return self.root.read_line("proc/sys/kernel/osrelease")
         except OSError:
             return platform.release() if self.root.live else "unknown"
+
+
+UPTIME = "proc/uptime"
+
+
+def read_uptime(root: SysRoot) -> tuple[float | None, list[Problem]]:
+    """Seconds since boot (first field of /proc/uptime): what a captured tree's totals
+    accumulated over, and the clock between two captures of one host."""
+    try:
+        text = root.read_line(UPTIME)
+    except OSError as exc:
+        return None, [from_oserror("/" + UPTIME, exc)]
+    try:
+        value = float(text.split()[0])
+        if not (value >= 0 and value < 1e10):  # also refuses nan and inf
+            raise ValueError(f"{value} is not a number of seconds")
+    except (ValueError, IndexError) as exc:
+        return None, [malformed("/" + UPTIME, f"{text[:40]!r} ({exc})")]
+    return value, []
 
 
 def _dedupe(problems: list[Problem]) -> tuple[Problem, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING
 
+from nettop.collectors import net_dev as net_dev_mod
 from nettop.collectors.numbers import decimal, signed_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import LinkStats
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 AGGREGATE_KINDS = frozenset({"bond", "bridge", "team"})
 _STAT_FILES = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
-               "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
+               "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")  # also NetDevRow's names
 
 
 def read_links(root: SysRoot, rtnl: Rtnl | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
@@ -65,20 +66,77 @@ def _speed(root: SysRoot, name: str) -> int | None:
 
 
 def read_sysfs_links(root: SysRoot) -> tuple[dict[str, LinkStats], list[Problem]]:
+    """Interfaces of a captured tree: sysfs for state, counters from each interface's
+    `statistics/`, else from /proc/net/dev; an interface only /proc/net/dev lists (lo,
+    bridges and veths of a /proc-only capture) is kept with what that file gives. A
+    counter neither source holds is None, with one Problem per interface naming what is
+    missing."""
     problems: list[Problem] = []
+    net_dev, more = net_dev_mod.read_net_dev(root)
+    problems.extend(more)
     try:
         names = sorted(root.listdir("sys/class/net"))
     except OSError as exc:
-        return {}, [from_oserror(root.join("sys/class/net"), exc)]
+        names = []
+        if net_dev is None:
+            return {}, [from_oserror(root.join("sys/class/net"), exc)]
+        problems.append(Problem(root.join("sys/class/net"), (
+            f"cannot read {root.join('sys/class/net')} ({exc.strerror or exc}); interfaces "
+            "and their counters come from /proc/net/dev only (no state, MTU, speed or queues)")))
     out: dict[str, LinkStats] = {}
     for name in names:
-        link = _sysfs_link(root, name, problems)
+        link = _sysfs_link(root, name, net_dev, problems)
         if link is not None:
             out[name] = link
+    for name, row in sorted((net_dev or {}).items()):
+        if name not in out:
+            out[name] = LinkStats(
+                name=name, ifindex=0,
+                rx_bytes=row.rx_bytes, tx_bytes=row.tx_bytes,
+                rx_packets=row.rx_packets, tx_packets=row.tx_packets,
+                rx_errors=row.rx_errors, tx_errors=row.tx_errors,
+                rx_dropped=row.rx_dropped, tx_dropped=row.tx_dropped)
     return out, problems
 
 
-def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats | None:
+def _stats(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,
+           problems: list[Problem]) -> list[int | None]:
+    """The eight counters of `_STAT_FILES`: sysfs `statistics/`, else /proc/net/dev."""
+    base = f"sys/class/net/{name}/statistics"
+    row = (net_dev or {}).get(name)
+    if not root.exists(base):
+        if row is not None:
+            return [getattr(row, f) for f in _STAT_FILES]
+        problems.append(Problem(root.join(base), (
+            f"{root.join(base)} is not in the capture"
+            + (" and /proc/net/dev has no line for it" if net_dev is not None
+               else " (nor /proc/net/dev)")
+            + f": {name}'s counters are unknown")))
+        return [None] * len(_STAT_FILES)
+    out: list[int | None] = []
+    missing: list[str] = []
+    for f in _STAT_FILES:
+        path = f"{base}/{f}"
+        try:
+            out.append(decimal(root.read_line(path), 64))
+            continue
+        except ValueError as exc:
+            problems.append(malformed(root.join(path), str(exc)))
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                missing.append(f)
+            else:
+                problems.append(from_oserror(root.join(path), exc))
+        out.append(getattr(row, f) if row is not None else None)
+    if missing:
+        problems.append(Problem(root.join(base), (
+            f"{root.join(base)} lacks {', '.join(missing)}: "
+            + ("taken from /proc/net/dev" if row is not None else "unknown"))))
+    return out
+
+
+def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,
+                problems: list[Problem]) -> LinkStats | None:
     base = f"sys/class/net/{name}"
 
     def num(rel: str, default: int = 0) -> int:
@@ -96,8 +154,12 @@ def _sysfs_link(root: SysRoot, name: str, problems: list[Problem]) -> LinkStats 
     try:
         ifindex = decimal(root.read_line(f"{base}/ifindex"), 32)
     except (OSError, ValueError):
-        return None  # not a network interface directory (e.g. bonding_masters)
-    stats = [num(f"statistics/{f}") for f in _STAT_FILES]
+        # a sosreport copies some attributes only: an interface folder with statistics/
+        # (or one /proc/net/dev lists) is still one, its ifindex unknown (0)
+        if not (root.exists(f"{base}/statistics") or name in (net_dev or {})):
+            return None  # not a network interface directory (e.g. bonding_masters)
+        ifindex = 0
+    stats = _stats(root, name, net_dev, problems)
     try:
         operstate = root.read_line(f"{base}/operstate")
     except OSError:

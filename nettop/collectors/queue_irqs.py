@@ -283,6 +283,14 @@ def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
         problems.append(Problem(f"sys/class/net/{ifname}/queues",
                                 f"cannot list the queues of {ifname} (sys/class/net/{ifname}/queues)"))
     dev = read_device(root, ifname)
+    if dev is not None and dev.msi_irqs and irqs.irqs:
+        absent = sorted(dev.msi_irqs - irqs.irqs.keys())
+        if absent:  # a capture whose sysfs and /proc/interrupts disagree, or a vector freed
+            shown = ", ".join(map(str, absent[:8])) + (", ..." if len(absent) > 8 else "")
+            problems.append(Problem(f"sys/class/net/{ifname}/device/msi_irqs", (
+                f"{ifname}'s device lists MSI IRQ {shown} in msi_irqs/ but /proc/interrupts "
+                "does not have them (captured at different times, or freed since): their "
+                "counts and queues are unknown")))
     napi_ids = None
     if answers is not None:
         queues, napis = answers

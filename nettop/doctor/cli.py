@@ -7,6 +7,7 @@ Exit status: 0 no finding, 1 info, 2 warn, 3 crit (so cron or Ansible can act on
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -60,7 +61,9 @@ def add_subcommands(sub: Any) -> None:
                    help="the RTT this host must keep (ms): enables the coalescing and power-management latency rules")
     d.add_argument("-i", "--interval", type=_interval, default=None, dest="doc_interval", metavar="SECONDS",
                    help="seconds between samples (default 1)")
-    d.add_argument("--root", type=_root, default=None, dest="doc_root", metavar="DIR", help="read a captured /proc + /sys tree")
+    d.add_argument("--root", type=_root, action="append", default=None, dest="doc_root", metavar="DIR",
+                   help="judge a captured /proc + /sys tree, archive or sosreport (since-boot averages), or two "
+                        "captures of one host (the interval between them)")
     d.add_argument("--iface", action="append", default=None, dest="doc_iface", metavar="IFACE",
                    help="only these interfaces (repeatable)")
     d.add_argument("--ping", action="append", default=None, dest="doc_ping", metavar="HOST",
@@ -83,6 +86,24 @@ def sample(reader: Any, seconds: float, interval: float) -> list:  # type: ignor
         time.sleep(max(0.0, first.t_mono + k * interval - time.monotonic()))
         tl.append(reader.read())
     return tl.points()
+
+
+def captured_points(roots: list, ifaces: list[str] | None) -> tuple[list, str]:  # type: ignore[type-arg]
+    """Timeline points of one capture (the host at boot, then the capture: since-boot
+    averages) or of two captures (their own interval); see nettop/output/captured.py."""
+    from nettop.model.timeline import Timeline
+    from nettop.output.captured import NONE, CaptureError, expand, pair, read_capture
+
+    try:
+        p = pair([read_capture(r, ifaces) for r in expand(roots)])
+    except CaptureError as exc:
+        raise OSError(str(exc)) from None
+    if p.basis == NONE:
+        raise OSError(p.note)
+    tl = Timeline(max_points=4)
+    tl.append(p.prev)
+    tl.append(p.cur)
+    return tl.points(), p.note
 
 
 def render_text(findings: list[Finding], host: str, seconds: float, samples: int) -> str:
@@ -117,7 +138,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from nettop.collectors.host import HostReader
 
     out = out or sys.stdout
-    root = args.doc_root or args.root
+    roots = args.doc_root or [args.root]
+    root = roots[0]
     interval = args.doc_interval or args.interval
     ifaces = args.doc_iface or args.iface
     seconds = max(args.seconds, interval)
@@ -128,9 +150,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     prober = _prober(args.doc_ping or args.ping, args.doc_ping_interval or args.ping_interval)
     if prober is not None:
         prober.start()
+    note = None
     try:
-        with HostReader(root, ifaces, prober=prober, probes=probes) as reader:
-            points = sample(reader, seconds, interval)
+        if len(roots) > 1 or not root.live:
+            points, note = captured_points(roots, ifaces)
+            seconds = points[-1].snapshot.t_mono - points[0].snapshot.t_mono
+            config = dataclasses.replace(config, window_s=seconds + 1.0)
+            problems.append(f"judged on {note}")
+        else:
+            with HostReader(root, ifaces, prober=prober, probes=probes) as reader:
+                points = sample(reader, seconds, interval)
     except OSError as exc:
         print(f"nettop: doctor cannot sample this host: {exc}", file=sys.stderr)
         return EXIT_CANNOT_SAMPLE
@@ -148,10 +177,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     findings = evaluate(points, config)
     problems += [p.message for p in last.problems]
     if args.doc_json:
-        json.dump(document(findings, last.host, last.kernel, seconds, len(points), config, problems), out, indent=1)
+        doc = document(findings, last.host, last.kernel, seconds, len(points), config, problems)
+        if note is not None:
+            doc["basis"] = note
+        json.dump(doc, out, indent=1)
         out.write("\n")
     else:
-        out.write(render_text(findings, last.host, seconds, len(points)))
+        text = render_text(findings, last.host, seconds, len(points))
+        if note is not None:  # say what the figures are: not a live window
+            head, _, rest = text.partition("\n")
+            text = f"{head}\n  judged on {note}\n{rest}"
+        out.write(text)
     for line in problems:
         print(f"nettop: {line}", file=sys.stderr)
     return worst(findings)

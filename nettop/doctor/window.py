@@ -140,9 +140,15 @@ class Window:
         a, b = self.first.links.get(name), self.last.links.get(name)
         if a is None or b is None or a.ifindex != b.ifindex or not self.has_rates:
             return None
+        pairs = [(a.rx_packets, b.rx_packets), (a.tx_packets, b.tx_packets),
+                 (a.rx_bytes, b.rx_bytes), (a.tx_bytes, b.tx_bytes)]
         e = self.elapsed
-        return (_d(a.rx_packets, b.rx_packets, U64) / e, _d(a.tx_packets, b.tx_packets, U64) / e,
-                _d(a.rx_bytes, b.rx_bytes, U64) / e, _d(a.tx_bytes, b.tx_bytes, U64) / e)
+        out = []
+        for x, y in pairs:
+            if x is None or y is None:
+                return None  # counters a captured tree did not hold
+            out.append(_d(x, y, U64) / e)
+        return (out[0], out[1], out[2], out[3])
 
     def queue_pps(self, name: str, kind: str = "rx") -> dict[int, float]:
         """Queue index -> packets/s of one interface's rx (or tx) queues."""

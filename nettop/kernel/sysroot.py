@@ -3,6 +3,7 @@
 Every reader takes a `SysRoot`, so tests and replays of captured hosts read the same
 code path as the live kernel. With a root other than `/`, interface counters come from
 sysfs instead of netlink, and ioctl/netlink sources are not used (`live` is False).
+A sosreport's `sysctl -a` output stands in for the proc/sys files it did not copy.
 """
 
 from __future__ import annotations
@@ -34,16 +35,37 @@ class SysRoot:
         and grows it geometrically for procfs; kernel text is ASCII, so latin-1 decoding
         (a plain widening copy) is exact and several times faster than UTF-8.
         """
-        with open(self.join(rel), "rb", buffering=0) as f:
-            return f.readall().decode("latin-1")
+        try:
+            with open(self.join(rel), "rb", buffering=0) as f:
+                return f.readall().decode("latin-1")
+        except FileNotFoundError:
+            value = self._sos_sysctl(rel)
+            if value is None:
+                raise
+            return value + "\n"
 
     def read_line(self, rel: str) -> str:
         """Read a one-value sysfs file, stripped of its trailing newline."""
-        fd = os.open(self.join(rel), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            fd = os.open(self.join(rel), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            value = self._sos_sysctl(rel)
+            if value is None:
+                raise
+            return value
         try:
             return os.read(fd, 65536).decode("latin-1").strip()
         finally:
             os.close(fd)
+
+    def _sos_sysctl(self, rel: str) -> str | None:
+        """A proc/sys file a sosreport did not copy, from its `sysctl -a` output
+        (nettop/kernel/sos.py); None for every other root and path."""
+        if self.path == "/" or not rel.lstrip("/").startswith("proc/sys/"):
+            return None
+        from nettop.kernel import sos
+
+        return sos.sysctl_for(self.path, rel) if sos.is_sos(self.path) else None
 
     def listdir(self, rel: str) -> list[str]:
         """Directory entries under the root; raises OSError."""

@@ -29,6 +29,7 @@ class Presence(Enum):
     BOTH = "ok"
     NEW = "new"  # only in the later snapshot: no rate yet
     GONE = "gone"  # only in the earlier snapshot
+    OFFLINE = "offline"  # a CPU some file lists but cpu/online does not: no figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +152,11 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
         if b is None and a is None and cpu not in cur.softnet:
             continue
         presence = Presence.BOTH if (a and b) else (Presence.NEW if b else Presence.GONE)
+        if b is not None and cur.online_cpus and cpu not in cur.online_cpus:
+            # listed by /proc/stat or softnet_stat but offline by sysfs (a captured tree
+            # taken file by file, or a CPU going down mid-read): its figures are not shown
+            out[cpu] = CpuRates(cpu=cpu, presence=Presence.OFFLINE)
+            continue
         fields: dict[str, float | int | bool | None] = {}
         reset = False
         if a and b:
@@ -307,8 +313,12 @@ def _one_link(a: LinkStats, b: LinkStats, prev: Snapshot, cur: Snapshot,
     fields: dict[str, float | None] = {}
     reset = False
     for f in _LINK_FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        if x is None or y is None:  # not in the capture: unknown, not 0
+            fields[f"{f}_per_s"] = None
+            continue
         try:
-            fields[f"{f}_per_s"], r = _per_s(getattr(a, f), getattr(b, f), elapsed, U64)
+            fields[f"{f}_per_s"], r = _per_s(x, y, elapsed, U64)
         except _Out:
             fields[f"{f}_per_s"], r = None, False
         reset |= r

@@ -124,18 +124,23 @@ class SoftnetRow:
 
 @dataclass(frozen=True, slots=True)
 class LinkStats:
-    """Counters and state of one interface (netlink stats64, or sysfs from a root)."""
+    """Counters and state of one interface (netlink stats64, or sysfs from a root).
+
+    A counter is None when the source does not have it (a captured tree without the
+    interface's `statistics/` nor a /proc/net/dev line for it): unknown, never 0.
+    `ifindex` is 0 for an interface known only from a captured /proc/net/dev.
+    """
 
     name: str
     ifindex: int
-    rx_bytes: int
-    tx_bytes: int
-    rx_packets: int
-    tx_packets: int
-    rx_errors: int
-    tx_errors: int
-    rx_dropped: int
-    tx_dropped: int
+    rx_bytes: int | None
+    tx_bytes: int | None
+    rx_packets: int | None
+    tx_packets: int | None
+    rx_errors: int | None
+    tx_errors: int | None
+    rx_dropped: int | None
+    tx_dropped: int | None
     operstate: str = "unknown"
     mtu: int = 0
     txqueuelen: int = 0
@@ -299,3 +304,6 @@ class Snapshot:
     ebpf: EbpfSample | None = None
     # Doctor inputs (collectors/host_tuning.py); None in older recordings.
     tuning: HostTuning | None = None
+    # Seconds since boot from /proc/uptime at this read (what a captured tree's totals
+    # accumulated over); None when the file was not read, and in older recordings.
+    uptime_s: float | None = None

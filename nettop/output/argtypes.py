@@ -21,6 +21,16 @@ def interval(text: str) -> float:
 
 
 def root(text: str) -> SysRoot:
+    from nettop.capture.archive import CaptureFileError, capture_roots, extract, is_archive
+
+    if is_archive(text):  # `nettop capture`'s archive, or a tarball of /proc and /sys
+        try:
+            trees = capture_roots(extract(text))
+        except CaptureFileError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if not trees:
+            raise argparse.ArgumentTypeError(f"archive {text!r} holds no tree with a proc/ directory")
+        return SysRoot(str(trees[0]))  # a second capture in it is found from the first
     if not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"root {text!r} is not a directory (give a captured tree holding proc/ and sys/)")
     if not os.path.isdir(os.path.join(text, "proc")):

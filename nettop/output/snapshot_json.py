@@ -16,6 +16,10 @@ from nettop.model.snapshot import Snapshot
 from nettop.output.device_doc import qdisc_doc, queue_docs, rounded as _r
 
 SCHEMA = "nettop.snapshot/1"
+# Additions within schema 1 (`schema` stays "nettop.snapshot/1": nothing was renamed or
+# removed, so a consumer that checks it keeps working). 2: the raw totals next to each
+# rate, `uptime_s`, `rates_basis`, CPU status `offline`, null counters a capture lacks.
+SCHEMA_VERSION = 2
 
 
 def _iso(t: float) -> str | None:
@@ -31,13 +35,16 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
     """The whole JSON document for the interval between `prev` and `cur`."""
     doc: dict[str, Any] = {
         "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
         "host": cur.host,
         "kernel": cur.kernel,
         "time": _iso(cur.t_wall),
         "interval_s": round(rates.elapsed_s, 6),
         "requested_interval_s": requested_interval,
+        "rates_basis": "interval",
+        "uptime_s": cur.uptime_s,
         "online_cpus": list(cur.online_cpus),
-        "cpus": [_cpu(c) for _, c in sorted(rates.cpus.items())],
+        "cpus": [{**_cpu(c), "totals": _cpu_totals(cur, c.cpu)} for _, c in sorted(rates.cpus.items())],
         "interfaces": {name: _interface(name, cur, rates) for name in sorted(cur.links)},
         "irqs": _irqs(cur, rates),
         "totals": _totals(cur, rates),
@@ -83,6 +90,35 @@ def _cpu(c: Any) -> dict[str, Any]:
     }
 
 
+def _cpu_totals(cur: Snapshot, cpu: int) -> dict[str, int | None]:
+    """The raw counts of one CPU at the second sample that its rates came from: softnet
+    columns (32-bit, they wrap), NET_RX/NET_TX softirqs, /proc/stat times in USER_HZ
+    ticks; null where the file has no line for the CPU."""
+    sn, sq, t = cur.softnet.get(cpu), cur.softirqs.get(cpu), cur.cpu_times.get(cpu)
+    out: dict[str, int | None] = {
+        "softnet_processed": sn.processed if sn else None,
+        "softnet_dropped": sn.dropped if sn else None,
+        "time_squeeze": sn.time_squeeze if sn else None,
+        "received_rps": sn.received_rps if sn else None,
+        "flow_limit_count": sn.flow_limit_count if sn else None,
+        "net_rx": sq.net_rx if sq else None,
+        "net_tx": sq.net_tx if sq else None,
+    }
+    for f in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"):
+        out[f"{f}_ticks"] = getattr(t, f) if t else None
+    return out
+
+
+def _queue_counters(cur: Snapshot, name: str) -> list[dict[str, Any]]:
+    """Per-queue packets/bytes totals at the second sample (the queues' rates come
+    from these), as the source gave them (netdev-qstats or ethtool -S)."""
+    qs = cur.queue_stats.get(name)
+    if qs is None:
+        return []
+    return [{"kind": q.kind, "index": q.index, "packets": q.packets, "bytes": q.bytes}
+            for q in qs.queues]
+
+
 def _interface(name: str, cur: Snapshot, rates: Rates) -> dict[str, Any]:
     link = cur.links[name]
     lr: LinkRates | None = rates.links.get(name)
@@ -117,6 +153,7 @@ def _interface(name: str, cur: Snapshot, rates: Rates) -> dict[str, Any]:
             "rx_errors": link.rx_errors, "tx_errors": link.tx_errors,
         },
         "counter_reset": lr.reset if lr else False,
+        "queue_counters": _queue_counters(cur, name),
         "qdisc": qdisc_doc(cur.qdiscs.get(name, ()), rates.qdiscs.get(name, ())),
         "queue_map_source": qmap.source if qmap else "none",
         "queue_stats_source": qstats.source if qstats else "none",
@@ -138,8 +175,19 @@ def _irqs(cur: Snapshot, rates: Rates) -> dict[str, Any]:
             "status": r.presence.value,
             "per_s": _r(r.per_s),
             "per_cpu_per_s": {str(c): _r(v) for c, v in sorted(r.per_cpu_per_s.items())},
+            "count": _irq_total(info),
+            "per_cpu": ({str(c): n for c, n in zip(cur.interrupts.cpus, info.counts)}
+                        if info is not None and info.counts is not None else None),
         }
     return out
+
+
+def _irq_total(info: Any) -> int | None:
+    if info is None:
+        return None
+    if info.total is not None:
+        return int(info.total)
+    return sum(info.counts) if info.counts is not None else None
 
 
 def _totals(cur: Snapshot, rates: Rates) -> dict[str, float]:

@@ -75,7 +75,14 @@ class LivePipeline:
         self._given_reader = reader  # else a HostReader is opened on start
         self.ifnames = list(ifnames) if ifnames else None
         self.is_root = os.geteuid() == 0
-        self.mode = "live" if root.live and self.is_root else "read-only"
+        self.mode = "live" if root.live and self.is_root else "read-only" if root.live else "capture"
+        # a captured tree, archive or sosreport: when it was taken, and what its figures are
+        self.captured_at: float | None = None
+        self.capture_note: str | None = None
+        if not root.live:
+            from nettop.capture.archive import capture_time
+
+            self.captured_at = capture_time(root.path)
         self.timeline = Timeline(max_points=max_points)
         self.cpu_nodes: Mapping[int, int] = read_cpu_nodes(root)
         self.doctor: Watch | None = Watch(DoctorConfig(latency_target_ms=latency_target_ms)) if doctor else None
@@ -162,6 +169,8 @@ class LivePipeline:
         """Open the reader (off the caller's event loop) and start sampling; `wake` is
         called when the mailbox gets a point the consumer has not been told of."""
         self._wake = wake
+        if self._given_reader is None and not self.root.live and self._show_capture():
+            return  # a capture that cannot change: its figures are shown once, not sampled
         if self._given_reader is None:
             from nettop.collectors.host import HostReader
 
@@ -174,6 +183,28 @@ class LivePipeline:
         sampler = self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
         sampler.paused = self._paused
         sampler.start()
+
+    def _show_capture(self) -> bool:
+        """One capture's since-boot averages, or two captures' rates, as the timeline's two
+        points (nettop/output/captured.py); False (sample it instead) for a tree that may
+        change or captures that give no rate."""
+        from nettop.capture.archive import is_static
+        from nettop.output.captured import BETWEEN, SINCE_BOOT, CaptureError, expand, pair, read_capture
+
+        if not is_static(self.root.path):
+            return False
+        try:
+            p = off_loop(lambda: pair([read_capture(r, self.ifnames) for r in expand([self.root])]))
+        except (CaptureError, OSError) as exc:
+            self._on_error(exc)
+            return False
+        if p.basis not in (SINCE_BOOT, BETWEEN):
+            self.timeline.add_event(Event(time.time(), "problem", p.note))
+            return False
+        self.capture_note = p.note
+        self.feed(p.prev)
+        self.feed(p.cur)
+        return True
 
     def _on_sample(self, snap: Snapshot) -> None:
         self.feed(snap)

@@ -70,6 +70,10 @@ class Source(Protocol):
     def doctor_config(self) -> DoctorConfig: ...  # what findings are judged against
     @property
     def prober(self) -> Prober | None: ...  # the latency prober whose results ride in snapshots
+    @property
+    def captured_at(self) -> float | None: ...  # a captured tree's capture time; None: live or unknown
+    @property
+    def capture_note(self) -> str | None: ...  # what a static capture's figures are (since boot, between)
 
     @property
     def interval(self) -> float: ...

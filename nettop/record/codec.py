@@ -74,12 +74,17 @@ _GETTERS: dict[type, Callable[[Any], tuple]] = {c: _getter(names) for c, names i
 
 
 def _snapshot_fields(obj: Any, _all: Callable[[Any], tuple] = _GETTERS[S.Snapshot]) -> tuple:
-    """Snapshot's fields; `tuning` (the doctor's inputs, added last with a default) is left
-    out when None, so a snapshot without it encodes exactly as before it existed."""
+    """Snapshot's fields; the optional fields added last with a default (`tuning`,
+    `uptime_s`) are left out from the end while None, so a snapshot without them encodes
+    exactly as before they existed."""
     values = _all(obj)
-    return values[:-1] if values[-1] is None else values
+    n = len(values)
+    while n > _SNAPSHOT_REQUIRED and values[n - 1] is None:
+        n -= 1
+    return values if n == len(values) else values[:n]
 
 
+_SNAPSHOT_REQUIRED = _FIELDS[S.Snapshot].index("tuning")  # fields before the trailing optional ones
 _GETTERS[S.Snapshot] = _snapshot_fields
 
 

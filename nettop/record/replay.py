@@ -123,6 +123,9 @@ class ReplaySource:
     def session(self) -> None:
         return None  # a recording is reviewed, not tuned: no session path to protect
 
+    captured_at: float | None = None  # not a captured tree
+    capture_note: str | None = None
+
     def playback(self) -> ReplaySource:
         return self
 

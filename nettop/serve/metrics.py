@@ -144,14 +144,12 @@ def snapshot_families(snap: Snapshot, opts: Options = Options()) -> list[Family]
         ("receive_errors", "Receive errors of an interface."), ("transmit_errors", "Transmit errors of an interface."))}
     for ifname, l in sorted(snap.links.items()):
         lab = {"iface": ifname, "driver": drivers.get(ifname, "")}
-        link["receive_bytes"].add(lab, l.rx_bytes)
-        link["transmit_bytes"].add(lab, l.tx_bytes)
-        link["receive_packets"].add(lab, l.rx_packets)
-        link["transmit_packets"].add(lab, l.tx_packets)
-        link["receive_drops"].add(lab, l.rx_dropped)
-        link["transmit_drops"].add(lab, l.tx_dropped)
-        link["receive_errors"].add(lab, l.rx_errors)
-        link["transmit_errors"].add(lab, l.tx_errors)
+        for key, value in (("receive_bytes", l.rx_bytes), ("transmit_bytes", l.tx_bytes),
+                           ("receive_packets", l.rx_packets), ("transmit_packets", l.tx_packets),
+                           ("receive_drops", l.rx_dropped), ("transmit_drops", l.tx_dropped),
+                           ("receive_errors", l.rx_errors), ("transmit_errors", l.tx_errors)):
+            if value is not None:  # a counter a captured tree lacks is left out, not 0
+                link[key].add(lab, value)
     fams += list(link.values())
     return fams
 

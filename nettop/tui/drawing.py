@@ -114,8 +114,16 @@ class DrawingMixin(_AppBase):
             parts.append(f"nettop CPU {self._own_cpu:.1f}%")
         if point is not None:
             snap = point.snapshot
-            stamp = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S")
-            parts += [snap.host, snap.kernel, f"{stamp} UTC"]
+            shown = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S") + " UTC"
+            if src.mode == "capture":  # another host's files: its capture time, never a clock
+                parts[0] = "nettop PAUSED capture" if src.paused else "nettop CAPTURE (not live)"
+                note = src.capture_note
+                if note is not None:  # read once, not sampled: say what the figures are
+                    parts[1] = "since boot" if note.startswith("one capture") else "between captures"
+                when = src.captured_at
+                shown = ("captured " + _dt.datetime.fromtimestamp(when, _dt.timezone.utc).strftime(
+                    "%Y-%m-%d %H:%M:%S UTC") if when is not None else "capture time unknown")
+            parts += [snap.host, snap.kernel, shown]
             if point.rates is not None and point.rates.sampler_cpu_pct is not None:
                 parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
         probes = self._probe_text(point)

@@ -69,6 +69,9 @@ class ScriptedSource:
     def session(self) -> SessionPath | None:
         return self.session_path
 
+    captured_at: float | None = None  # not a captured tree
+    capture_note: str | None = None
+
     def playback(self) -> None:
         return None  # a script has no recording to move through
 

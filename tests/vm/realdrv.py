@@ -12,6 +12,7 @@ same checkout (tests/vm/guest.py); files it writes to /tmp/vmout come back in `k
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,6 +105,25 @@ def effects(output: str) -> list[list[str]]:
         if line.startswith("EFFECT\t"):
             rows.append(line.split("\t")[1:])
     return rows
+
+
+def nic_drivers(output: str) -> dict[str, str]:
+    """ifname -> driver from the NIC lines the guest printed (tests/vm_realdrv/conftest.py)."""
+    out = {}
+    for line in output.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "NIC" and len(parts) == 3:
+            out[parts[1]] = parts[2]
+    return out
+
+
+def name_drivers(rows: list[list[str]], drivers: dict[str, str]) -> list[list[str]]:
+    """Rows with each NIC's name followed by its driver: "eth1" -> "eth1 (e1000e)"."""
+    if not drivers:
+        return rows
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(drivers, key=len, reverse=True)) + r")\b")
+    return [[pattern.sub(lambda m: f"{m.group(1)} ({drivers[m.group(1)]})", cell) for cell in row]
+            for row in rows]
 
 
 def write_kept(outcome: Outcome, into: Path) -> list[Path]:

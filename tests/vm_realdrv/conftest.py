@@ -37,7 +37,12 @@ def effect(action: str, figure: str, before: str, after: str, independent: str) 
     EFFECTS.append((action, figure, before, after, independent))
 
 
+NIC_DRIVERS: dict[str, str] = {}  # ifname -> driver, printed as NIC lines for benchmarks/effects.py
+
+
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    for ifname, driver in sorted(NIC_DRIVERS.items()):
+        terminalreporter.write_line(f"NIC\t{ifname}\t{driver}")
     for row in EFFECTS:
         terminalreporter.write_line("EFFECT\t" + "\t".join(row))
 
@@ -46,7 +51,13 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
 def nics() -> kv.Nics:
     if os.environ.get("NETTOP_IN_REALDRV") != "1":
         pytest.fail("tests/vm_realdrv runs in the real-driver guest only (tests/test_vm_realdrv.py)")
-    return kv.bring_up()
+    found = kv.bring_up()
+    for ifname in (found.virtio, found.e1000e):
+        try:
+            NIC_DRIVERS[ifname] = os.path.basename(os.readlink(f"/sys/class/net/{ifname}/device/driver"))
+        except OSError:
+            NIC_DRIVERS[ifname] = "unknown driver"
+    return found
 
 
 @pytest.fixture(scope="session")
