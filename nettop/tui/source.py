@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Ty
 from nettop.collectors.cpus import read_cpu_nodes
 from nettop.model.sampler import Reader
 from nettop.kernel.sysroot import LIVE, SysRoot
-from nettop.model.timeline import Event, Point, Timeline
+from nettop.model.timeline import LIVE_WHOLE_POINTS, Event, Point, Timeline
+from nettop.output.before_after import figures
 from nettop.tui.ebpf_panel import ProbeSwitch
 from nettop.tui.recording import RecordingTap
 
@@ -112,7 +113,7 @@ class LiveSource:
         self.ifnames = list(ifnames) if ifnames else None
         self.is_root = os.geteuid() == 0
         self.mode = "live" if root.live and self.is_root else "read-only"
-        self.timeline = Timeline(max_points=max_points)
+        self.timeline = Timeline(max_points=max_points, whole_points=LIVE_WHOLE_POINTS, digest=figures)
         self.cpu_nodes: Mapping[int, int] = read_cpu_nodes(root)
         self._interval = interval
         self._paused = False

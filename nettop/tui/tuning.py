@@ -27,7 +27,7 @@ from nettop.actions.base import ActionError, Change, Plan, Result
 from nettop.actions.cli_set import build_changes, set_line_parser
 from nettop.actions.conflicts import ban_irqs, find_conflicts
 from nettop.actions.journal import problem_line
-from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
+from nettop.output.before_after import KEYS, LABELS, Figures, compare, figures, format_value
 from nettop.actions.irq import nr_cpu_ids
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
 from nettop.collectors.host_config import IrqbalanceCache
@@ -291,8 +291,10 @@ class BeforeAfterScreen(ModalScreen[None]):
 
 
 def before_after_rows(points: Sequence[Any], t_wall: float, window_s: float) -> tuple[list[tuple[str, str, str, str]], str]:
-    """Rows of the before/after screen from timeline points, and a note on the windows."""
-    series = [figures(p.snapshot, p.rates) for p in points if p.rates is not None]
+    """Rows of the before/after screen from timeline points (or the Figures a timeline's
+    digest already made of them), and a note on the windows."""
+    series = [p if isinstance(p, Figures) else figures(p.snapshot, p.rates) for p in points
+              if isinstance(p, Figures) or p.rates is not None]
     c = compare(series, t_wall, window_s)
     rows = []
     for key in KEYS:
@@ -561,7 +563,8 @@ class TuningMixin:
         self._show_before_after(events[-1].t_wall, events[-1].text)
 
     def _show_before_after(self, t_wall: float, text: str) -> None:
-        rows, note = before_after_rows(self.source.timeline.points(), t_wall, BEFORE_AFTER_S)  # type: ignore[attr-defined]
+        tl = self.source.timeline  # type: ignore[attr-defined]
+        rows, note = before_after_rows(tl.digests() if tl.digest is not None else tl.points(), t_wall, BEFORE_AFTER_S)
         self.push_screen(BeforeAfterScreen(text, rows, note))  # type: ignore[attr-defined]
 
 
