@@ -15,8 +15,7 @@ import time
 from typing import Callable, Mapping
 
 from nettop.record.store import Reader
-from nettop.model.timeline import LIVE_WHOLE_POINTS, Event, Point, Timeline
-from nettop.output.before_after import figures
+from nettop.model.timeline import Event, Point, Timeline
 
 MIN_SPEED, MAX_SPEED = 1.0, 60.0
 REGENERATED = ("appeared", "vanished")  # the Timeline makes these again on append
@@ -36,7 +35,7 @@ class ReplaySource:
         from nettop.doctor import DoctorConfig
         self.doctor_config = DoctorConfig.from_meta(self.reader.meta)  # as the recorder judged
         self._max_points = max_points
-        self.timeline = Timeline(max_points=max_points, whole_points=LIVE_WHOLE_POINTS, digest=figures)
+        self.timeline = Timeline(max_points=max_points)
         self.events = [e for e in self.reader.events()]
         self.speed = clamp_speed(speed)
         self._warned: str | None = None
@@ -156,7 +155,7 @@ class ReplaySource:
     def seek_index(self, pos: int) -> Point | None:
         pos = max(0, min(pos, len(self.reader) - 1))
         with self._lock:
-            self.timeline = Timeline(max_points=self._max_points, whole_points=LIVE_WHOLE_POINTS, digest=figures)
+            self.timeline = Timeline(max_points=self._max_points)
             self._pos = max(-1, pos - HISTORY)
             first = self.reader.index[self._pos + 1].t_wall if len(self.reader) else 0.0
             self._next_event = 0
