@@ -63,7 +63,9 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(0 if
 fi
 stamp=.venv/.nettop-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/pip install -q --upgrade pip >/dev/null
+  # setuptools >= 77 reads pyproject's SPDX `license` string; Debian 12's is older, and
+  # the wheel test builds without isolation against the venv's own
+  .venv/bin/pip install -q --upgrade pip "setuptools>=77" >/dev/null
   .venv/bin/pip install -q -e ".[test]"
   touch "$stamp"
 fi

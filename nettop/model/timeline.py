@@ -1,5 +1,12 @@
 """The timeline: a bounded history of snapshots, their rates, and events.
 
+Whole points (a Snapshot and its Rates) cost CPUs × IRQs each, so a live view keeps only
+the newest few (`whole_points`: what the current frame, sparklines and the doctor panel
+read); the charts read the compact `history` (per-series arrays for `max_points`
+samples) and the before/after screen reads `digests()`, one small record per sample made
+by the `digest` function the source gives. Without `whole_points` every kept point stays
+whole, as the recorder, serve and the doctor's CLI expect.
+
 Live sampling, the recorder and replay all append snapshots here and read rates from
 here, so every consumer sees the same figures. Events (a tuning change, an interface
 appearing) are stored with their wall time so charts can draw a marker at that moment.
@@ -13,8 +20,9 @@ import collections
 import math
 import threading
 from dataclasses import dataclass
-from typing import Deque, Iterator
+from typing import Any, Callable, Deque, Iterator
 
+from nettop.model.history import ChartHistory
 from nettop.model.rates import Rates, compute_rates
 from nettop.model.snapshot import Snapshot
 
@@ -35,13 +43,20 @@ class Point:
 
 
 _NEW_PROBLEMS_PER_TICK = 5
+LIVE_WHOLE_POINTS = 16  # the most any screen reads whole: the doctor panel's 12, the idle fold's 10
 
 
 class Timeline:
     """Thread-safe bounded history; appended by one producer, read by many."""
 
-    def __init__(self, max_points: int = 3600) -> None:
-        self._points: Deque[Point] = collections.deque(maxlen=max_points)
+    def __init__(self, max_points: int = 3600, whole_points: int | None = None,
+                 digest: Callable[[Snapshot, Rates], Any] | None = None) -> None:
+        whole = max_points if whole_points is None else max(2, min(whole_points, max_points))
+        self.max_points = max_points
+        self._points: Deque[Point] = collections.deque(maxlen=whole)
+        self.history = ChartHistory(max_points)
+        self.digest = digest
+        self._digests: Deque[Any] = collections.deque(maxlen=max_points)
         self._events: Deque[Event] = collections.deque(maxlen=10_000)
         self._lock = threading.Lock()
         self._problems: frozenset[str] | None = None  # the last sample's, to see new ones
@@ -55,8 +70,12 @@ class Timeline:
             self._note_changes(prev, snap)
         self._note_problems(snap, rates)
         point = Point(snap, rates)
+        digest = self.digest(snap, rates) if self.digest is not None and rates is not None else None
         with self._lock:
             self._points.append(point)
+            self.history.append(snap, rates)
+            if digest is not None:
+                self._digests.append(digest)
         return point
 
     def add_event(self, event: Event) -> None:
@@ -70,6 +89,16 @@ class Timeline:
     def points(self) -> list[Point]:
         with self._lock:
             return list(self._points)
+
+    def digests(self) -> list[Any]:
+        """What `digest` made of each kept sample with rates, oldest first (empty without one)."""
+        with self._lock:
+            return list(self._digests)
+
+    def chart(self, read: Callable[[ChartHistory], Any]) -> Any:
+        """`read(history)` under the lock, so a chart never sees a half-appended sample."""
+        with self._lock:
+            return read(self.history)
 
     def events(self, since: float | None = None) -> list[Event]:
         with self._lock:

@@ -22,6 +22,7 @@ from nettop.doctor.watch import Watch
 from nettop.ebpf.switch import ProbeSwitch
 from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.sampler import Reader, Sampler
+from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event, Point, Timeline
 from nettop.pipeline.source import Mailbox, Wake
@@ -69,7 +70,8 @@ class LivePipeline:
                  interval: float = 1.0, max_points: int = 3600, reader: Reader | None = None,
                  prober: Prober | None = None, latency_target_ms: float | None = None, *,
                  doctor: bool = True, recording: Opener | None = None, probes: bool = False,
-                 extra_events: Callable[[], Iterable[Event]] | None = None) -> None:
+                 extra_events: Callable[[], Iterable[Event]] | None = None,
+                 whole_points: int | None = None, digest: Callable[[Snapshot, Rates], Any] | None = None) -> None:
         self.root = root
         self.prober = prober  # its results ride in each snapshot
         self._given_reader = reader  # else a HostReader is opened on start
@@ -83,7 +85,8 @@ class LivePipeline:
             from nettop.capture.archive import capture_time
 
             self.captured_at = capture_time(root.path)
-        self.timeline = Timeline(max_points=max_points)
+        # whole_points/digest: keep few whole points and compact history (the live view's)
+        self.timeline = Timeline(max_points=max_points, whole_points=whole_points, digest=digest)
         self.cpu_nodes: Mapping[int, int] = read_cpu_nodes(root)
         self.doctor: Watch | None = Watch(DoctorConfig(latency_target_ms=latency_target_ms)) if doctor else None
         self._doctor_config = DoctorConfig(latency_target_ms=latency_target_ms)

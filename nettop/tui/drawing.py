@@ -212,7 +212,7 @@ class DrawingMixin(_AppBase):
             last = self._summary_chart
             if last is None or last[0] != key or due(last[1], point.snapshot.t_mono, self.window_s, chart.size.width):
                 self._summary_chart = (key, point.snapshot.t_mono)
-                chart.show(model.throughput(self.source.timeline.points(), plotted, self.window_s),
+                chart.show(model.throughput_of(self.source.timeline, plotted, self.window_s),
                            model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
 
     def _draw_queues(self, point: Point, names: list[str]) -> None:
@@ -285,8 +285,7 @@ class DrawingMixin(_AppBase):
         if key != self._chart_key or due(self._chart_t, now, self.window_s, chart.size.width):
             self._chart_key, self._chart_t = key, now
             markers = model.event_offsets(events, point.snapshot, self.window_s)
-            points = self.source.timeline.points()
-            chart.show(model.throughput(points, plotted, self.window_s), markers, self.window_s)
+            chart.show(model.throughput_of(self.source.timeline, plotted, self.window_s), markers, self.window_s)
 
     def _draw_qdisc(self, point: Point, names: list[str]) -> None:
         qt = self.query_one(QdiscTable)
@@ -299,7 +298,7 @@ class DrawingMixin(_AppBase):
         bt.sync([(r.key, BqlTable.cells(r)) for r in brows])
 
     def _draw_latency(self, point: Point) -> None:
-        series = model.latency_series(self.source.timeline.points(), self.window_s)
+        series = model.latency_series_of(self.source.timeline, self.window_s)
         chart, table = self.query_one(LatencyChart), self.query_one(LatencyTable)
         empty = self.query_one("#latency-empty")
         if not series:

@@ -14,7 +14,8 @@ from typing import Any, Collection, Iterable, Sequence
 from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot
 from nettop.output.device_doc import qdisc_doc, queue_docs
-from nettop.model.timeline import Event, Point
+from nettop.model.history import ChartHistory
+from nettop.model.timeline import Event, Point, Timeline
 
 # Interfaces that are shown unless the operator picks otherwise: everything but loopback.
 HIDDEN_BY_DEFAULT = frozenset({"lo"})
@@ -206,6 +207,29 @@ def throughput(points: Sequence[Point], ifnames: Iterable[str], window_s: float)
             tx.append(8 * lr.tx_bytes_per_s)
         out.append(Series(name, tuple(xs), tuple(rx), tuple(tx)))
     return out
+
+
+def throughput_of(timeline: Timeline, ifnames: Iterable[str], window_s: float) -> list[Series]:
+    """`throughput` from the timeline's compact chart history (the same figures, without
+    keeping whole points for the whole window)."""
+    names = list(ifnames)
+
+    def read(h: ChartHistory) -> list[Series]:
+        if not len(h):
+            return []
+        out = []
+        for name in names:
+            xs, rx, tx = h.link_series(name, window_s)
+            out.append(Series(name, tuple(xs), tuple(rx), tuple(tx)))
+        return out
+    result: list[Series] = timeline.chart(read)
+    return result
+
+
+def latency_series_of(timeline: Timeline, window_s: float) -> dict[str, tuple[list[float], list[float]]]:
+    """`latency_series` from the timeline's compact chart history."""
+    result: dict[str, tuple[list[float], list[float]]] = timeline.chart(lambda h: h.latency_series(window_s))
+    return result
 
 
 def event_offsets(events: Iterable[Event], newest: Snapshot, window_s: float) -> list[float]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from nettop.model.timeline import LIVE_WHOLE_POINTS
+from nettop.output.before_after import figures
 from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.sampler import Reader
 from nettop.pipeline import LivePipeline, Mailbox, Source, Wake
@@ -26,7 +28,8 @@ class LiveSource(LivePipeline):
                  interval: float = 1.0, max_points: int = 3600, reader: Reader | None = None,
                  prober: Prober | None = None, latency_target_ms: float | None = None) -> None:
         super().__init__(root, ifnames, interval, max_points, reader, prober, latency_target_ms,
-                         recording=open_live_recording, probes=True)
+                         recording=open_live_recording, probes=True,
+                         whole_points=LIVE_WHOLE_POINTS, digest=figures)  # memory bounded by what is drawn
 
 
 __all__ = ["LiveSource", "Mailbox", "Source", "Wake"]

@@ -28,7 +28,7 @@ from textual.widgets import Static
 from nettop.actions.base import ActionError, Change, Result
 from nettop.actions.journal import problem_line
 from nettop.actions.workflow import IRQBALANCE_ASK, Outcome, parse_line, run_line
-from nettop.output.before_after import KEYS, LABELS, compare, figures, format_value
+from nettop.output.before_after import KEYS, LABELS, Figures, compare, figures, format_value
 from nettop.collectors.cpus import format_cpu_list, format_cpu_mask, parse_cpu_mask
 from nettop.model.timeline import Event
 from nettop.tui.drawing import DrawingMixin
@@ -280,8 +280,10 @@ class BeforeAfterScreen(ModalScreen[None]):
 
 
 def before_after_rows(points: Sequence[Any], t_wall: float, window_s: float) -> tuple[list[tuple[str, str, str, str]], str]:
-    """Rows of the before/after screen from timeline points, and a note on the windows."""
-    series = [figures(p.snapshot, p.rates) for p in points if p.rates is not None]
+    """Rows of the before/after screen from timeline points (or the Figures a timeline's
+    digest already made of them), and a note on the windows."""
+    series = [p if isinstance(p, Figures) else figures(p.snapshot, p.rates) for p in points
+              if isinstance(p, Figures) or p.rates is not None]
     c = compare(series, t_wall, window_s)
     rows = []
     for key in KEYS:
@@ -562,7 +564,8 @@ class TuningMixin(DrawingMixin):
         self._show_before_after(events[-1].t_wall, events[-1].text)
 
     def _show_before_after(self, t_wall: float, text: str) -> None:
-        rows, note = before_after_rows(self.source.timeline.points(), t_wall, BEFORE_AFTER_S)
+        tl = self.source.timeline
+        rows, note = before_after_rows(tl.digests() if tl.digest is not None else tl.points(), t_wall, BEFORE_AFTER_S)
         self.push_screen(BeforeAfterScreen(text, rows, note))
 
 

@@ -1,0 +1,165 @@
+"""What the live view's memory does over time: RSS printed every minute, per case.
+
+The cases (issue 29), each nettop's live view alone in a 120x40 pseudo-terminal as
+benchmarks/tui_cost.py runs it:
+  - host64:  a generated 64-CPU tree with ~1,500 IRQs and 2x16 queues, `-i 1`
+  - host256: a generated 256-CPU tree with ~1,500 IRQs and 2x64 queues, `-i 1`
+  - live:    this host at `-i 0.1`
+The trees' counters advance every second (`tests/treegen.py --advance 1`, not counted),
+so rates, charts and history fill as on a busy server.
+
+Targets: the trees <= 150 MB, the live host <= 100 MB, flat after the first 5 minutes
+(we print the growth from minute 5 to the end; "flat" is within a few MB).
+
+    sudo .venv/bin/python benchmarks/memory.py [--minutes 60] [--case host64 ...]
+    sudo .venv/bin/python benchmarks/memory.py --minutes 3        # smoke
+    sudo .venv/bin/python benchmarks/memory.py --src /tmp/old     # another checkout's nettop
+
+--parallel runs the cases at once (a shorter wall time on a machine with cores to spare;
+RSS does not depend on it, but a loaded machine draws fewer frames).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+from tui_cost import COLS, ROWS, PtyReader  # noqa: E402
+
+TREES = {"host64": (64, 1500, 16), "host256": (256, 1500, 64)}  # cpus, irqs, queues per NIC
+INTERVAL = {"host64": "1", "host256": "1", "live": "0.1"}
+TARGET_MB = {"host64": 150.0, "host256": 150.0, "live": 100.0}
+FLAT_AFTER_MIN = 5
+
+
+@dataclass
+class Trace:
+    case: str
+    rss_mb: list[float] = field(default_factory=list)  # at minute 0 (after warm-up), 1, 2, ...
+    error: str | None = None
+
+
+def nettop_argv(src: Path | None) -> tuple[list[str], dict[str, str]]:
+    """How to start nettop: this venv's, or the package in `src` (a checkout of another commit)."""
+    if src is None:
+        venv = Path(sys.executable).with_name("nettop")
+        return ([str(venv)] if venv.exists() else [sys.executable, "-m", "nettop.cli"]), {}
+    return [sys.executable, "-m", "nettop.cli"], {"PYTHONPATH": str(src)}
+
+
+def watch(trace: Trace, argv: list[str], env_extra: dict[str, str], minutes: int, every: float,
+          warmup: float, out: threading.Lock) -> None:
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLS), "LINES": str(ROWS),
+           "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **env_extra}
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=env_extra.get("PYTHONPATH"),
+                            start_new_session=True, close_fds=True)
+    os.close(slave)
+    PtyReader(master).start()
+    ps = psutil.Process(proc.pid)
+    try:
+        time.sleep(warmup)
+        t0 = time.monotonic()
+        for m in range(int(minutes * 60 / every) + 1):
+            time.sleep(max(0.0, t0 + m * every - time.monotonic()))
+            if proc.poll() is not None:
+                trace.error = f"exited with status {proc.returncode} at minute {m * every / 60:.1f}"
+                return
+            trace.rss_mb.append(ps.memory_info().rss / 1e6)
+            with out:
+                print(f"{trace.case:8} min {m * every / 60:5.1f}  RSS {trace.rss_mb[-1]:7.1f} MB", flush=True)
+    finally:
+        try:
+            os.write(master, b"q")
+            proc.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(master)
+
+
+def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float, warmup: float,
+             out: threading.Lock) -> Trace:
+    argv, env = nettop_argv(src)
+    argv = [*argv, "-i", INTERVAL[case]]
+    trace = Trace(case)
+    if case == "live":
+        watch(trace, argv, env, minutes, every, warmup, out)
+        return trace
+    from treegen import generate_tree
+
+    cpus, irqs, queues = TREES[case]
+    dest = tmp / case
+    generate_tree(dest, cpus=cpus, irqs=irqs, queues=queues)
+    gen = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "treegen.py"), str(dest), "--cpus", str(cpus),
+                            "--irqs", str(irqs), "--queues", str(queues), "--advance", "1"])
+    try:
+        watch(trace, [*argv, "--root", str(dest)], env, minutes, every, warmup, out)
+    finally:
+        gen.terminate()
+        gen.wait()
+    return trace
+
+
+def report(t: Trace, every: float) -> str:
+    if not t.rss_mb:
+        return f"{t.case:8} no figures ({t.error})"
+    peak = max(t.rss_mb)
+    flat_from = min(len(t.rss_mb) - 1, int(FLAT_AFTER_MIN * 60 / every))
+    growth = t.rss_mb[-1] - t.rss_mb[flat_from]
+    span = (len(t.rss_mb) - 1 - flat_from) * every / 60
+    verdict = "ok" if peak <= TARGET_MB[t.case] else "OVER"
+    line = (f"{t.case:8} start {t.rss_mb[0]:6.1f} MB  peak {peak:6.1f} MB  end {t.rss_mb[-1]:6.1f} MB  "
+            f"growth {growth:+5.1f} MB over the last {span:.0f} min  (target <= {TARGET_MB[t.case]:.0f} MB: {verdict})")
+    return line + (f"  [{t.error}]" if t.error else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--minutes", type=int, default=60)
+    ap.add_argument("--every", type=float, default=60.0, help="seconds between RSS lines (default: a minute)")
+    ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--case", action="append", choices=[*TREES, "live"], help="run only these (default: all)")
+    ap.add_argument("--src", type=Path, help="run the nettop package in this directory instead of this venv's")
+    ap.add_argument("--parallel", action="store_true", help="run the cases at once")
+    args = ap.parse_args(argv)
+    cases = args.case or [*TREES, "live"]
+    out = threading.Lock()
+    traces: dict[str, Trace] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        def one(case: str) -> None:
+            traces[case] = run_case(case, Path(tmp), args.src, args.minutes, args.every, args.warmup, out)
+        if args.parallel:
+            threads = [threading.Thread(target=one, args=(c,)) for c in cases]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        else:
+            for c in cases:
+                one(c)
+    print(f"\nnettop from {args.src or 'this venv'}, {args.minutes} min, RSS every {args.every:g} s:")
+    for c in cases:
+        print(report(traces[c], args.every))
+    return 0 if all(t.rss_mb and max(t.rss_mb) <= TARGET_MB[t.case] for t in traces.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The compact chart history: the charts' figures as whole points gave them, in bounded memory."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from nettop.model.history import ChartHistory
+from nettop.model.timeline import Timeline
+from nettop.output.before_after import figures
+from nettop.tui import model
+from nettop.tui.scripted import synthetic
+
+
+def _host(i: int):  # type: ignore[no-untyped-def]
+    """Tick i of a host whose veths come and go and whose ping target changes, with a
+    gap in time (a paused sampler) in the middle."""
+    snap = synthetic(i, veths=1 + (i // 7) % 3, ping=("198.18.0.2",) if i % 11 < 8 else ("198.18.0.2", "::1"))
+    return dataclasses.replace(snap, t_mono=snap.t_mono + (30.0 if i >= 40 else 0.0))
+
+
+def test_charts_from_the_history_equal_the_charts_from_whole_points():
+    whole = Timeline()
+    for i in range(90):
+        whole.append(_host(i))
+        names = ["eth0", "veth0", "veth1", "veth2", "gone0", "lo"]
+        for window in (5.0, 60.0, 180.0):
+            assert model.throughput_of(whole, names, window) == model.throughput(whole.points(), names, window)
+            assert model.latency_series_of(whole, window) == model.latency_series(whole.points(), window)
+
+
+def test_a_short_history_keeps_the_newest_points_as_a_deque_of_whole_points_would():
+    short, whole = Timeline(max_points=20), Timeline(max_points=20)
+    for i in range(200):
+        short.append(_host(i))
+        whole.append(_host(i))
+        assert model.throughput_of(short, ["eth0", "veth1"], 1e9) == model.throughput(whole.points(), ["eth0", "veth1"], 1e9)
+        assert model.latency_series_of(short, 1e9) == model.latency_series(whole.points(), 1e9)
+
+
+def test_memory_stops_growing_at_the_cap_and_vanished_series_are_dropped():
+    h = ChartHistory(max_points=100)
+    sizes = []
+    for i in range(5000):
+        snap = synthetic(i, veths=3 if i < 1000 else 1)  # veth1 and veth2 vanish at tick 1000
+        h.append(snap, None if i == 0 else _rates(i))
+        if i % 500 == 499:
+            sizes.append(h.nbytes())
+    assert len(h) == 100
+    assert max(sizes[3:]) <= min(sizes[3:]) * 1.3  # flat once the vanished series are gone
+    assert max(sizes) < 100 * 8 * 2 * 8 * 3  # times + a few links × 2 arrays, with the trim slack
+    xs, rx, _ = h.link_series("eth0", 1e9)
+    assert len(xs) == 100 and xs[0] == -99.0
+    assert h.link_series("veth2", 1e9) == ([], [], [])  # dropped, not kept as NaN forever
+
+
+
+def _rates(i: int):  # type: ignore[no-untyped-def]
+    t = Timeline(max_points=2)
+    t.append(synthetic(i - 1, veths=3 if i - 1 < 1000 else 1))
+    return t.append(synthetic(i, veths=3 if i < 1000 else 1)).rates
+
+
+def test_a_spike_stays_in_the_history_with_its_full_value():
+    t = Timeline(max_points=50, whole_points=4)
+    for i in range(60):
+        t.append(synthetic(i))
+    peak = max(p.rates.links["eth0"].rx_bytes_per_s for p in t.points() if p.rates)
+    (s,) = model.throughput_of(t, ["eth0"], 1e9)
+    assert len(s.xs) == 50 and 8 * peak in s.rx_bits
+
+
+def test_a_live_timeline_keeps_few_whole_points_and_one_digest_per_interval():
+    t = Timeline(max_points=300, whole_points=16, digest=figures)
+    for i in range(400):
+        t.append(synthetic(i))
+    assert len(t.points()) == 16 and len(t.digests()) == 300
+    assert t.digests()[-1] == figures(t.latest().snapshot, t.latest().rates)
+    assert len(Timeline(max_points=300).points()) == 0 and Timeline().digests() == []
