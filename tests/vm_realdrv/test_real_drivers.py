@@ -364,6 +364,7 @@ def test_7_the_recording_holds_every_change(recording: Recording, journal_path):
         assert any(word in t for t in texts), (word, texts)
 
 
+@pytest.mark.timeout(1200)  # 3 repeats x 3 variants under TCG: ~200 s idle, over 300 s with a CPU kept busy
 def test_8_experiment_fq_codel_vs_pfifo_fast_behind_a_rate_limit_on_e1000e_with_128_flows(nics, tmp_path):
     """The ixgbe case's direction on a real driver: 128 TCP flows out of e1000e behind the
     same 10 Mbit/s rate limit (tbf), with pfifo_fast (txqueuelen packets) or fq_codel as
