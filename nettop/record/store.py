@@ -203,11 +203,7 @@ class Writer:
         except (OSError, sqlite3.Error) as exc:
             raise RecordingError(f"cannot save {path}: {getattr(exc, 'strerror', None) or exc}") from None
         finally:
-            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
-                try:
-                    os.unlink(leftover)
-                except OSError:
-                    pass
+            _remove_temp(tmp)
 
     def close(self) -> None:
         try:
@@ -250,11 +246,7 @@ def _create(path: str, meta: dict[str, Any]) -> None:
     except sqlite3.Error as exc:
         raise RecordingError(describe_sqlite_error(path, exc)) from None
     finally:
-        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
-            try:
-                os.unlink(leftover)
-            except OSError:
-                pass
+        _remove_temp(tmp)
 
 
 def _text(value: Any) -> str:
@@ -526,3 +518,12 @@ class Reader:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _remove_temp(tmp: str) -> None:
+    """A temporary database and its WAL files, whatever became of them."""
+    for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+        try:
+            os.unlink(leftover)
+        except OSError:
+            pass
