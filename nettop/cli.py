@@ -17,11 +17,15 @@ import argparse
 import json
 import sys
 import time
-from typing import NoReturn, Sequence
+from typing import TYPE_CHECKING, NoReturn, Sequence
 
 from nettop.output.argtypes import interval as _interval, latency_target as _latency_target, ping_interval as _ping_interval, root as _root
 from nettop import __version__
 from nettop.kernel.sysroot import SysRoot
+
+if TYPE_CHECKING:  # for the hints only: the commands import these lazily, when they run
+    from nettop.ebpf import EbpfProbes
+    from nettop.ping import Prober
 
 
 class UsageError(Exception):
@@ -95,7 +99,7 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _record_args(p: argparse.ArgumentParser, sub) -> None:  # type: ignore[no-untyped-def]
+def _record_args(p: argparse.ArgumentParser, sub: argparse._SubParsersAction[_Parser]) -> None:
     """`--record FILE` (headless), `record`, `replay`, `export`, `report`."""
     p.add_argument("--record", metavar="FILE", default=None,
                    help="record to FILE without a screen (see docs/recording-format.md); Ctrl-C stops")
@@ -211,14 +215,14 @@ def _ping_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    metavar="S", help="seconds between probes to each target (0.001-10, default 0.1)")
 
 
-def _prober(targets: list[str] | None, interval: float | None):  # type: ignore[no-untyped-def]
+def _prober(targets: list[str] | None, interval: float | None) -> Prober | None:
     if not targets:
         return None
     from nettop.ping import Prober
     return Prober(targets, interval_s=interval or 0.1)
 
 
-def _start_probes(problems: list[str]):  # type: ignore[no-untyped-def]
+def _start_probes(problems: list[str]) -> EbpfProbes | None:
     """eBPF probes started (compiled) now, or None with the reason in `problems`."""
     from nettop.ebpf import EbpfProbes
     ok, why = EbpfProbes.available()

@@ -26,7 +26,7 @@ def escape(text: str) -> str:
     return "\n".join("\\&" + line if line.startswith((".", "'")) else line for line in out.splitlines())
 
 
-def _sub_action(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:  # type: ignore[type-arg]
+def _sub_action(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
     for a in parser._actions:
         if isinstance(a, argparse._SubParsersAction):
             return a

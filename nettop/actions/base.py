@@ -52,6 +52,9 @@ class Setting(ABC):
     """One kernel value nettop may change. Subclasses are frozen dataclasses."""
 
     __slots__ = ()
+    # declared, not set: @dataclass sets it on each subclass. It tells the type checker
+    # what the docstring says, so dataclasses.asdict/fields take a Setting as it is
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
     kind: ClassVar[str]
     # Where the setting's kernel files are: every path is built from this root, never
     # spelled out as "/sys/..." or "/proc/...". A change is made on the running kernel.
@@ -108,7 +111,7 @@ class Setting(ABC):
         a path, an IRQ below 0); a journal record is rebuilt only when this passes."""
 
     def to_record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "params": dataclasses.asdict(self)}  # type: ignore[call-overload]
+        return {"kind": self.kind, "params": dataclasses.asdict(self)}
 
 
 def _show_scalar(v: Value) -> str:
@@ -130,7 +133,7 @@ def from_record(record: Any) -> Setting:
     params = record.get("params")
     if not isinstance(params, dict):
         raise ActionError(f"journal record of a {kind} setting has no parameters")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     if set(params) != set(fields):
         raise ActionError(f"journal record of a {kind} setting has parameters {sorted(map(clip, params))}, "
                           f"not {sorted(fields)}")

@@ -78,10 +78,9 @@ def _register_plugins() -> None:
     def fq_parameters(kwarg: dict[str, Any]) -> dict[str, Any]:
         return {"attrs": [[names[k], kwarg[k]] for k in names if k in kwarg]}
 
+    # a plugin module as pyroute2's sched_*.py are, its names filled in through its namespace
     fq = types.ModuleType("nettop_sched_fq")
-    fq.parent = TC_H_ROOT  # type: ignore[attr-defined]
-    fq.options = fq_options  # type: ignore[attr-defined]
-    fq.get_parameters = fq_parameters  # type: ignore[attr-defined]
+    vars(fq).update(parent=TC_H_ROOT, options=fq_options, get_parameters=fq_parameters)
     plugins.setdefault("bfifo", sched_pfifo)
     plugins.setdefault("fq", fq)
     _registered = True

@@ -74,12 +74,12 @@ class Sysctl(Setting):
             return text
         parts = text.split()
         want = 3 if self.name in TRIPLES else 1
-        nums = [whole(p) if p.isascii() and p.isdigit() else None for p in parts]
-        if len(parts) != want or None in nums:
+        nums = [n for p in parts if p.isascii() and p.isdigit() and (n := whole(p)) is not None]
+        if len(parts) != want or len(nums) != want:
             raise ActionError(f"{self.name}: give {'three whole numbers (min default max)' if want == 3 else 'a whole number'} "
                               f"in ASCII digits, not {clip(text)}")
         if want == 3:
-            if not (1 <= nums[0] <= nums[1] <= nums[2] <= INT_MAX):  # type: ignore[operator]
+            if not (1 <= nums[0] <= nums[1] <= nums[2] <= INT_MAX):
                 raise ActionError(f"{self.name}: needs 1 <= min <= default <= max <= {INT_MAX}, got {clip(text)}",
                                   errno.ERANGE)
             return " ".join(str(n) for n in nums)

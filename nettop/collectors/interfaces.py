@@ -16,6 +16,8 @@ from nettop.model.snapshot import LinkStats
 from nettop.kernel.sysroot import SysRoot
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from nettop.kernel.rtnl import LinkMsg, Rtnl
 
 AGGREGATE_KINDS = frozenset({"bond", "bridge", "team"})
@@ -36,7 +38,7 @@ def read_links(root: SysRoot, rtnl: Rtnl | None = None) -> tuple[dict[str, LinkS
     return read_sysfs_links(root)
 
 
-def links_from_netlink(msgs: list[LinkMsg], speed_of) -> dict[str, LinkStats]:  # type: ignore[no-untyped-def]
+def links_from_netlink(msgs: list[LinkMsg], speed_of: Callable[[str], int | None]) -> dict[str, LinkStats]:
     """Pure: netlink link messages into LinkStats (speed comes from a callback)."""
     by_index = {m.ifindex: m.name for m in msgs}
     out: dict[str, LinkStats] = {}

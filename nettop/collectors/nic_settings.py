@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from nettop.model.problems import Problem
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from nettop.kernel.ethtool import Ethtool
 
 COALESCE_SHOWN = ("adaptive-rx", "adaptive-tx", "rx-usecs", "rx-frames", "tx-usecs", "tx-frames")
@@ -22,7 +24,7 @@ def read_nic_settings(ethtool: Ethtool, ifname: str) -> tuple[
         dict[str, int] | None, dict[str, int] | None, dict[str, int] | None, list[Problem]]:
     problems: list[Problem] = []
 
-    def ask(what: str, fn):  # type: ignore[no-untyped-def]
+    def ask(what: str, fn: Callable[[str], dict[str, int]]) -> dict[str, int] | None:
         try:
             return fn(ifname)
         except OSError as exc:

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from nettop.doctor.engine import DoctorConfig, evaluate, worst
 from nettop.doctor.finding import Finding
+from nettop.model.timeline import Point
 from nettop.output.argtypes import interval as _interval, latency_target as _ms, ping_interval as _ping_interval, root as _root
 
 EXIT_CANNOT_SAMPLE = 4
@@ -74,7 +75,7 @@ def add_subcommands(sub: Any) -> None:
                    help="also run the eBPF probes, for the drop-reasons rule (root and bcc)")
 
 
-def sample(reader: Any, seconds: float, interval: float) -> list:  # type: ignore[type-arg]
+def sample(reader: Any, seconds: float, interval: float) -> list[Point]:
     """Timeline points of `reader` every `interval` s over `seconds` s (at least two)."""
     from nettop.model.timeline import Timeline
 

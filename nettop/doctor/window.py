@@ -40,7 +40,12 @@ class Window:
         self.events = list(events)
         self._idle_rtt = idle_rtt  # a running minimum kept by a Watch, else the history's
         self.elapsed = self.last.t_mono - self.first.t_mono
-        self._cache: dict[object, object] = {}
+        # each figure the rules ask for, computed at most once per window; one typed slot
+        # per kind, so what a method returns is what it stored
+        self._cpu_pct: dict[int, tuple[float, float, float]] | None = None
+        self._softnet: dict[int, tuple[float, float, float, float]] | None = None
+        self._net_rx: dict[int, float] | None = None
+        self._irq_counts: dict[int, list[int] | None] = {}
 
     @property
     def has_rates(self) -> bool:
@@ -54,7 +59,7 @@ class Window:
 
     def cpu_pct(self) -> Mapping[int, tuple[float, float, float]]:
         """CPU -> (softirq %, hardirq %, idle %) over the window."""
-        got = self._cache.get("cpu")
+        got = self._cpu_pct
         if got is None:
             out: dict[int, tuple[float, float, float]] = {}
             before = self.first.cpu_times
@@ -67,12 +72,12 @@ class Window:
                     continue
                 out[cpu] = (100.0 * (b.softirq - a.softirq) / total, 100.0 * (b.irq - a.irq) / total,
                             100.0 * (b.idle + b.iowait - a.idle - a.iowait) / total)
-            self._cache["cpu"] = got = out
-        return got  # type: ignore[return-value]
+            self._cpu_pct = got = out
+        return got
 
     def softnet(self) -> Mapping[int, tuple[float, float, float, float]]:
         """CPU -> (processed/s, dropped/s, time_squeeze/s, received_rps/s)."""
-        got = self._cache.get("softnet")
+        got = self._softnet
         if got is None:
             out: dict[int, tuple[float, float, float, float]] = {}
             if self.has_rates:
@@ -84,12 +89,12 @@ class Window:
                         out[cpu] = (_d(a.processed, b.processed, U32) / e, _d(a.dropped, b.dropped, U32) / e,
                                     _d(a.time_squeeze, b.time_squeeze, U32) / e,
                                     _d(a.received_rps, b.received_rps, U32) / e)
-            self._cache["softnet"] = got = out
-        return got  # type: ignore[return-value]
+            self._softnet = got = out
+        return got
 
     def net_rx(self) -> Mapping[int, float]:
         """CPU -> NET_RX softirqs/s."""
-        got = self._cache.get("net_rx")
+        got = self._net_rx
         if got is None:
             out: dict[int, float] = {}
             if self.has_rates:
@@ -98,8 +103,8 @@ class Window:
                     a = before.get(cpu)
                     if a is not None:
                         out[cpu] = _d(a.net_rx, b.net_rx, U32) / self.elapsed
-            self._cache["net_rx"] = got = out
-        return got  # type: ignore[return-value]
+            self._net_rx = got = out
+        return got
 
     # --- IRQs, links, queues -----------------------------------------------------------
 
@@ -109,9 +114,8 @@ class Window:
 
         A 256-CPU host has 64 queue IRQs of 256 counts each; the difference is one C-level
         map, and the rules sum and compare these lists without a Python loop per CPU."""
-        key = ("irq", irq)
-        if key in self._cache:
-            return self._cache[key]  # type: ignore[return-value]
+        if irq in self._irq_counts:
+            return self._irq_counts[irq]
         a = self.first.interrupts.irqs.get(irq)
         b = self.last.interrupts.irqs.get(irq)
         out: list[int] | None = None
@@ -120,7 +124,7 @@ class Window:
             out = list(map(operator.sub, b.counts, a.counts))
             if out and min(out) < 0:  # a wrapped (or reset) count: judged one by one
                 out = [_d(x, y, U32) for x, y in zip(a.counts, b.counts)]
-        self._cache[key] = out
+        self._irq_counts[irq] = out
         return out
 
     @property

@@ -19,10 +19,10 @@ import os
 import tempfile
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from nettop.ebpf import preflight
-from nettop.ebpf.cost import RunTimeStats, read_prog_run
+from nettop.ebpf.cost import ProgRun, RunTimeStats, read_prog_run
 from nettop.ebpf.deltas import (cost_rows, drop_rows, hardirq_rows, hash_reader,
                                 irq_handler_names, napi_rows, own_netns, sample_mask,
                                 softirq_rows)
@@ -49,7 +49,7 @@ class EbpfProbes:
         self._lock = threading.RLock()
         self._bpf: Any = None  # bcc.BPF once loaded (bcc ships no types)
         self._stats = RunTimeStats()
-        self._readers: dict[str, object] = {}
+        self._readers: dict[str, HashReader | PerCpuReader] = {}
         self._progs: dict[str, int] = {}  # tracepoint -> prog fd
         self._prev: dict[str, object] = {}
         self._t_prev = time.monotonic()
@@ -261,7 +261,7 @@ class EbpfProbes:
     def _read_raw(self) -> dict[str, object]:
         raw: dict[str, object] = {}
         for group, reader in self._readers.items():
-            raw[group] = reader.read()  # type: ignore[attr-defined]
+            raw[group] = reader.read()
         raw["cost"] = {tp: read_prog_run(fd) for tp, fd in self._progs.items()}
         return raw
 
@@ -297,7 +297,9 @@ class EbpfProbes:
                 softirq=softirq,
                 drops=drop_rows(cur.get("drops"), prev.get("drops"), cpus, self._reason,
                                 self._ksym),
-                cost=cost_rows(cur["cost"], prev.get("cost")),  # type: ignore[arg-type]
+                # _read_raw keeps the programs' run counts under "cost", beside the maps' rows
+                cost=cost_rows(cast("dict[str, ProgRun]", cur["cost"]),
+                               cast("dict[str, ProgRun] | None", prev.get("cost"))),
                 cost_note=self._stats.note,
                 errors=tuple(errors),
                 netns_self=self._netns_self,

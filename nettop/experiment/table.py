@@ -124,13 +124,14 @@ def csv_text(rows: Sequence[Row]) -> str:
 
 def charts(rows: Sequence[Row], width: int = 80) -> str:
     """Bar charts of loaded RTT p99 and throughput per variant (plotext, text only)."""
-    import plotext as plt  # type: ignore[import-untyped]
+    import plotext as plt
 
     out = []
     for key, title, scale in (("rtt_load_p99", "RTT under load, p99 (ms)", 1.0),
                               ("tput_bps", "throughput (Mbit/s)", 1e-6)):
-        names = [r.variant for r in rows if r.figures.get(key)]
-        vals = [r.figures[key].median * scale for r in rows if r.figures.get(key)]  # type: ignore[union-attr]
+        shown = [(r.variant, s.median * scale) for r in rows if (s := r.figures.get(key))]
+        names = [name for name, _ in shown]
+        vals = [v for _, v in shown]
         if not vals:
             continue
         plt.clear_figure()

@@ -169,14 +169,14 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
                                            x, y, elapsed, problems)
                 reset |= r
         na, nb = prev.softnet.get(cpu), cur.softnet.get(cpu)
-        if nb is not None:
-            fields["backlog"] = nb.backlog
         if na and nb:
             for name, x, y in zip(_SOFTNET_RATES, _SOFTNET(na), _SOFTNET(nb)):
                 fields[name], r = _counter(f"softnet_stat {name[:-6]} on CPU {cpu}",
                                            x, y, elapsed, problems)
                 reset |= r
-        out[cpu] = CpuRates(cpu=cpu, presence=presence, reset=reset, **fields)  # type: ignore[arg-type]
+        # backlog is a gauge (an int), not a rate: named, so `fields` holds only rates
+        out[cpu] = CpuRates(cpu=cpu, presence=presence, reset=reset,
+                            backlog=nb.backlog if nb is not None else None, **fields)
     return out
 
 
@@ -327,7 +327,7 @@ def _one_link(a: LinkStats, b: LinkStats, prev: Snapshot, cur: Snapshot,
     if qa and qb:
         before = {(q.kind, q.index): q for q in qa.queues}
         queues = tuple(_one_queue(before.get((q.kind, q.index)), q, elapsed) for q in qb.queues)
-    return LinkRates(b.name, Presence.BOTH, queues=queues, reset=reset, **fields)  # type: ignore[arg-type]
+    return LinkRates(b.name, Presence.BOTH, queues=queues, reset=reset, **fields)
 
 
 def _one_queue(a: QueueCounters | None, b: QueueCounters, elapsed: float) -> QueueRates:

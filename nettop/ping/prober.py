@@ -249,12 +249,12 @@ class Prober:
 
     def _tick(self, index: int, slot: _Slot, now: int) -> int:
         """Expire, retry and send for one target; returns when it next needs the thread."""
-        assert slot.target is not None
+        assert slot.target is not None and slot.spec is not None  # both, or neither (__init__)
         deadline = now + 1_000_000_000
         if slot.retry_resolve_ns is not None:
             if slot.retry_resolve_ns <= now:
                 slot.retry_resolve_ns = None
-                self._resolve_in_background(index, slot.spec)  # type: ignore[arg-type]
+                self._resolve_in_background(index, slot.spec)
             else:
                 deadline = slot.retry_resolve_ns
         gone, next_expiry = slot.tracker.expire(now)

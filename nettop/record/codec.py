@@ -29,7 +29,7 @@ import zlib
 try:
     import lzma
 except ImportError:  # a Python built without liblzma still reads and writes zlib rows
-    lzma = None  # type: ignore[assignment]
+    lzma = None  # type: ignore[assignment]  # mypy types a module as never None; every use tests lzma or LZMA_FILTERS
 from itertools import islice
 from typing import Any, Callable, Iterator
 

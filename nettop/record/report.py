@@ -86,7 +86,7 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
 
 def _plot(series: list[Figures]) -> str | None:
     try:
-        import plotext as plt  # type: ignore[import-untyped]
+        import plotext as plt
     except ImportError:
         return None
     t0 = series[0].t_wall

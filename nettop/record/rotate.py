@@ -26,7 +26,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event
@@ -251,7 +251,7 @@ class DirWriter:
         self._close_current()
         self._try_open()
 
-    def add_sample(self, snap: Snapshot, events: list[Event] = ()) -> int:  # type: ignore[assignment]
+    def add_sample(self, snap: Snapshot, events: Sequence[Event] = ()) -> int:
         if self._writer is not None and not os.path.exists(self._writer.path):
             self._rescue()
         elif self._writer is not None and self._due():

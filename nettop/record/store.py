@@ -26,7 +26,7 @@ import sqlite3
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from nettop.record import codec, wallclock
 from nettop.model.snapshot import Snapshot
@@ -119,7 +119,7 @@ class Writer:
                 db.execute("COMMIT" if typ is None else "ROLLBACK")
         return Tx()
 
-    def add_sample(self, snap: Snapshot, events: list[Event] = ()) -> int:  # type: ignore[assignment]
+    def add_sample(self, snap: Snapshot, events: Sequence[Event] = ()) -> int:
         """Store one snapshot (and the events that came with it); returns its seq."""
         if type(snap.t_mono) is not float or type(snap.t_wall) is not float:
             # the row's REAL columns stand in for the first two floats (see _floats)
@@ -142,7 +142,8 @@ class Writer:
                 pred = 0 if key else (2 if self._prev2_ints is not None else 1)
                 key_seq = seq if key else self._key_seq
                 if pred == 2 and self._order is None:
-                    self._order = codec.Order.between(self._prev2_ints, self._prev_ints, by_size=True)  # type: ignore[arg-type]
+                    assert self._prev2_ints is not None and self._prev_ints is not None  # pred 2: both held
+                    self._order = codec.Order.between(self._prev2_ints, self._prev_ints, by_size=True)
                 if key:
                     iblob = codec.pack_ints(ints)
                 elif pred == 1:

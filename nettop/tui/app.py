@@ -32,6 +32,8 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -114,7 +116,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         *DOCTOR_BINDINGS,  # the findings panel (doctor_panel.py)
     ]
 
-    def __init__(self, source: Source, window_s: float = 180.0, driver_class=None,  # type: ignore[no-untyped-def]
+    def __init__(self, source: Source, window_s: float = 180.0, driver_class: type[Driver] | None = None,
                  tuner: Any = None) -> None:
         super().__init__(driver_class=driver_class)
         self.source = source
@@ -340,11 +342,11 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self.push_screen(InterfacePicker(names, shown), apply)
 
     def current_panel(self) -> str:
-        node = self.focused
+        node: DOMNode | None = self.focused  # climbs to parents: any DOM node, the screen last
         while node is not None:
             if isinstance(node, Panel) and node.id:
                 return node.id
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return "queues"
 
     def action_zoom(self) -> None:

@@ -13,8 +13,12 @@ not model are passed through, and any that could change the screen behind its ba
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
+
+if TYPE_CHECKING:
+    from textual.driver import Driver
 
 _TOKEN = re.compile(
     r"\x1b\[([0-9;?<>=]*)([@-~])"  # CSI: params, final byte
@@ -164,13 +168,13 @@ def _without_colour(params: str) -> str:
     return ";".join(out)
 
 
-def diffing_driver(no_color: bool = False):  # type: ignore[no-untyped-def]
+def diffing_driver(no_color: bool = False) -> type[Driver]:
     """A Linux terminal driver whose output goes through a ScreenDiff; with `no_color`
     (the NO_COLOR convention) it also removes every colour code."""
     from textual.drivers.linux_driver import LinuxDriver
 
     class DiffingDriver(LinuxDriver):
-        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.screen_diff = ScreenDiff(strip_colour=no_color)
 

@@ -105,14 +105,14 @@ class DoctorMixin(TuningMixin):
         def action_zoom(self) -> None: ...
 
     def _doctor_watch(self) -> Watch | None:
-        return self.source.doctor  # type: ignore[attr-defined]
+        return self.source.doctor
 
     def _doctor_config(self) -> DoctorConfig:
         """Live, the Watch's; in replay, the one the recording was judged by."""
         watch = self._doctor_watch()
         if watch is not None:
             return watch.config
-        return self.source.doctor_config  # type: ignore[attr-defined]
+        return self.source.doctor_config
 
     def doctor_findings(self, point: Point | None = None) -> list[Finding]:
         """What the panel shows: live from the Watch, in replay evaluated at this point."""

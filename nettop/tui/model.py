@@ -456,8 +456,8 @@ def iface_summaries(points: Sequence[Point], names: Sequence[str], first: Sequen
         trend = []
         for r in recent:
             tl = r.links.get(name)
-            ok = tl is not None and tl.rx_bytes_per_s is not None and tl.tx_bytes_per_s is not None
-            trend.append(8 * (tl.rx_bytes_per_s + tl.tx_bytes_per_s) if ok else None)  # type: ignore[operator, union-attr]
+            rx, tx = (tl.rx_bytes_per_s, tl.tx_bytes_per_s) if tl is not None else (None, None)
+            trend.append(8 * (rx + tx) if rx is not None and tx is not None else None)
         out.append(IfaceSummary(
             name=name, first=name in first, session=name in session, state=link.operstate if link else "gone",
             rx_bits=8 * lr.rx_bytes_per_s if lr and lr.rx_bytes_per_s is not None else None,

@@ -56,6 +56,7 @@ def key_rows(bindings: Iterable[Binding],
 
 
 class HelpScreen(ModalScreen[None]):
+    # "dismiss" is Textual's own Screen.action_dismiss: closes with None, the only result
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "close help")]
 
     def __init__(self, bindings: Iterable[Binding],
@@ -81,9 +82,6 @@ class HelpScreen(ModalScreen[None]):
                 legend.add_row(Text(term + ":"), Text(meaning))
             yield Static(legend, id="help-legend")
             yield Static("escape or ? closes this help", id="help-close")
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)
 
 
 class InterfacePicker(ModalScreen["frozenset[str] | None"]):

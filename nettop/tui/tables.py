@@ -71,7 +71,7 @@ class LiveTable(ScrollView, can_focus=True):
     def _resize_virtual(self) -> None:
         self.virtual_size = Size(self._x[""], len(self._keys) + 1)
 
-    def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[no-untyped-def]
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._keys) + 1
 
     # --- styles ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from nettop.tui.widgets import TextLine
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.notifications import SeverityLevel
     from textual.widget import Widget
 
     from nettop.actions.tuner import Tuner
@@ -115,9 +116,9 @@ class TrialMixin(TuningMixin):
         what = "; ".join(x.text for x in run.results) or "the change"
         self.call_from_thread(self._trial_ended, f"◆ {what}: {run.message or 'reverted'}", "warning")
 
-    def _trial_ended(self, text: str, severity: str) -> None:
+    def _trial_ended(self, text: str, severity: SeverityLevel) -> None:
         self._trial_said = (text, time.monotonic())
-        self.notify(text, severity=severity, timeout=SHOW_ENDED_S)  # type: ignore[arg-type]
+        self.notify(text, severity=severity, timeout=SHOW_ENDED_S)
         self._trial_tick()
         self.redraw()
 

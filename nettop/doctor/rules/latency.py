@@ -8,13 +8,14 @@ from typing import Iterator
 from nettop.doctor import thresholds as T
 from nettop.doctor.finding import Finding, Severity
 from nettop.doctor.rules.common import RH, RH_LOWLAT, Context, nics
+from nettop.ping.stats import LatencyStats
 
 BLOAT = "bufferbloat.net (RFC 8290 fq_codel; BQL)"
 
 
-def _load_rtt(stats: list) -> float | None:  # type: ignore[type-arg]
-    vals = [s.rtt_p50_ms if s.rtt_p50_ms is not None else s.rtt_avg_ms for s in stats]
-    vals = [v for v in vals if v is not None]
+def _load_rtt(stats: list[LatencyStats]) -> float | None:
+    rtts = [s.rtt_p50_ms if s.rtt_p50_ms is not None else s.rtt_avg_ms for s in stats]
+    vals = [v for v in rtts if v is not None]
     return statistics.median(vals) if vals else None
 
 
