@@ -25,7 +25,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from nettop.capture.tree import TreeWriter
 
@@ -66,7 +66,7 @@ def _run_commands(dest: Path, ifnames: list[str], addresses: bool) -> None:
         (cmd_dir / fname).write_text(text)
 
 
-def take_one(dest: Path, addresses: bool = False) -> dict[str, object]:
+def take_one(dest: Path, addresses: bool = False) -> dict[str, Any]:
     """One capture of the live host into `dest`; its entry for capture.json."""
     t0 = time.time()
     w = TreeWriter(dest, "/", addresses)
@@ -83,7 +83,7 @@ def take_one(dest: Path, addresses: bool = False) -> dict[str, object]:
 
 
 def write_capture(out: str, twice: float | None = None, addresses: bool = False,
-                  log: Callable[[str], None] = lambda s: None) -> dict[str, object]:
+                  log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Write OUT (a .tar.gz): one capture, or two `twice` seconds apart; returns the meta."""
     with tempfile.TemporaryDirectory(prefix="nettop-capture-") as tmp:
         top = Path(tmp) / TOP
@@ -91,16 +91,16 @@ def write_capture(out: str, twice: float | None = None, addresses: bool = False,
         entries = [take_one(top / "1", addresses)]
         log(f"capture 1 taken ({entries[0]['files']} files)")
         if twice:
-            time.sleep(max(0.0, float(entries[0]["t_wall"]) + twice - time.time()))  # type: ignore[arg-type]
+            time.sleep(max(0.0, float(entries[0]["t_wall"]) + twice - time.time()))
             entries.append(take_one(top / "2", addresses))
             log(f"capture 2 taken {twice:g} s later")
-        meta: dict[str, object] = {"format": FORMAT, "host": _read(top / "1/proc/sys/kernel/hostname"),
+        meta: dict[str, Any] = {"format": FORMAT, "host": _read(top / "1/proc/sys/kernel/hostname"),
                 "kernel": _read(top / "1/proc/sys/kernel/osrelease"),
                 "addresses": addresses, "captures": entries}
         (top / META).write_text(json.dumps(meta, indent=1) + "\n")
         tmp_out = out + ".part"
-        mode = "w:xz" if out.endswith((".xz", ".txz")) else "w:gz"
-        with tarfile.open(tmp_out, mode) as tar:  # type: ignore[call-overload]
+        xz = out.endswith((".xz", ".txz"))
+        with tarfile.open(tmp_out, "w:xz") if xz else tarfile.open(tmp_out, "w:gz") as tar:
             tar.add(str(top), arcname=TOP)
         os.replace(tmp_out, out)
     return meta
@@ -193,7 +193,7 @@ def second_capture(root: str) -> str | None:
     return None
 
 
-def capture_meta(root: str) -> dict | None:  # type: ignore[type-arg]
+def capture_meta(root: str) -> dict[str, Any] | None:
     """capture.json of the archive a tree came from (None for other trees)."""
     p = Path(root)
     try:

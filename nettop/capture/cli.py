@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"nettop: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    n = len(meta["captures"])  # type: ignore[arg-type]
+    n = len(meta["captures"])
     print(f"{out}: {n} capture(s) of {meta['host']} ({meta['kernel']}), "
           f"{os.path.getsize(out)} bytes; open with `nettop --root {out}`")
     return 0

@@ -89,7 +89,7 @@ def sample(reader: Any, seconds: float, interval: float) -> list[Point]:
     return tl.points()
 
 
-def captured_points(roots: list, ifaces: list[str] | None) -> tuple[list, str]:  # type: ignore[type-arg]
+def captured_points(roots: list[Any], ifaces: list[str] | None) -> tuple[list[Point], str]:
     """Timeline points of one capture (the host at boot, then the capture: since-boot
     averages) or of two captures (their own interval); see nettop/output/captured.py."""
     from nettop.model.timeline import Timeline
