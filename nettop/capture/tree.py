@@ -7,8 +7,13 @@ the host's peers is copied unless asked: no MAC or IP addresses (sysfs `address`
 `broadcast`, `perm_addr` are left out), no process list (only irqbalance's `comm`).
 
 Every file is read once, as a whole; a file the kernel refuses (write-only, EINVAL for a
-link that is down) is left out, as it would be missing on that kernel. /proc/uptime is
-read first and last so a capture's moment is known to within its own duration.
+link that is down) is left out, as it would be missing on that kernel. The counters
+(/proc/stat, interrupts, softirqs, softnet_stat, net/dev and every interface's
+statistics/) are read first, in one burst between two reads of /proc/uptime, and the
+tree's proc/uptime holds the midpoint of those two: rates between two captures divide
+by their uptimes, so the uptime must be the counters' moment, not the moment a slow walk
+of the rest of /sys ended (on a busy host that walk takes seconds, and the rates were off
+by the difference).
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from pathlib import Path
 
 from nettop.collectors.host_config import SYSCTLS, DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES
 
+COUNTER_FILES = ("proc/stat", "proc/interrupts", "proc/softirqs", "proc/net/softnet_stat", "proc/net/dev")
 PROC_FILES = (
-    "proc/uptime", "proc/stat", "proc/interrupts", "proc/softirqs", "proc/net/softnet_stat",
-    "proc/net/dev", "proc/sys/kernel/hostname", "proc/sys/kernel/osrelease",
+    "proc/sys/kernel/hostname", "proc/sys/kernel/osrelease",
     "proc/sys/net/netfilter/nf_conntrack_count", "proc/sys/net/netfilter/nf_conntrack_max",
 )
 CPU_FILES = ("online", "offline", "possible", "present")
@@ -109,6 +114,23 @@ class TreeWriter:
     # --- what nettop reads ------------------------------------------------------------
 
     def capture(self) -> None:
+        before = self._uptime()
+        for rel in COUNTER_FILES:
+            self.file(rel)
+        try:
+            names = sorted(os.listdir(self._src("sys/class/net")))
+        except OSError:
+            names = []
+        for name in names:
+            real = self._netdev_dir(name)
+            if real is not None:
+                self.files_in(f"{real}/statistics")
+        after = self._uptime()
+        if before is not None and after is not None:  # the counters' moment (module docstring)
+            out = self.dest / "proc/uptime"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(f"{(before[0] + after[0]) / 2:.2f} {before[1]:.2f}\n")
+            self.copied += 1
         for rel in PROC_FILES:
             self.file(rel)
         for name in SYSCTLS + (DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES):
@@ -126,13 +148,17 @@ class TreeWriter:
             nodes = []
         for n in nodes:
             self.file(f"sys/devices/system/node/{n}/cpulist")
-        try:
-            names = os.listdir(self._src("sys/class/net"))
-        except OSError:
-            names = []
-        for name in sorted(names):
+        for name in names:
             self._netdev(name)
-        self.file("proc/uptime")  # again: the capture ends here (see module docstring)
+
+    def _uptime(self) -> tuple[float, float] | None:
+        """/proc/uptime now: (seconds up, idle seconds), or None when it cannot be read."""
+        try:
+            with open(self._src("proc/uptime"), "rb") as f:
+                up, idle = f.read().split()[:2]
+            return float(up), float(idle)
+        except (OSError, ValueError):
+            return None
 
     def _irqs(self) -> None:
         try:
@@ -158,17 +184,22 @@ class TreeWriter:
             if comm.strip() == b"irqbalance":
                 self.file(f"proc/{pid}/comm")
 
-    def _netdev(self, name: str) -> None:
+    def _netdev_dir(self, name: str) -> str | None:
+        """The interface's real sysfs directory (its class link copied), or None for
+        bonding_masters and other files."""
         real = self.link(f"sys/class/net/{name}")
+        if real is None and os.path.isdir(self._src(f"sys/class/net/{name}")):
+            real = f"sys/class/net/{name}"  # an old kernel's real directory
+        return real
+
+    def _netdev(self, name: str) -> None:
+        real = self._netdev_dir(name)
         if real is None:
-            if os.path.isdir(self._src(f"sys/class/net/{name}")):
-                real = f"sys/class/net/{name}"  # an old kernel's real directory
-            else:
-                return  # bonding_masters and other files
+            return
         skip = frozenset() if self.addresses else ADDRESS_FILES
         subdirs = self.files_in(real, skip)
-        if "statistics" in subdirs:
-            self.files_in(f"{real}/statistics")
+        if "statistics" in subdirs and not (self.dest / real / "statistics").is_dir():
+            self.files_in(f"{real}/statistics")  # else read with the counters, in their burst
         for d in ("bonding", "bridge"):
             if d in subdirs:
                 (self.dest / real / d).mkdir(parents=True, exist_ok=True)
