@@ -156,8 +156,13 @@ class HostReader:
 
         nics = [n for n in names if n != "lo"]
         qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
+        if not root.live:
+            qstats = {**qstats, **queue_counters.saved_ethtool_stats(root, nics)}
         devices = {n: self._device_config(link_map[n], problems) for n in nics}
-        qd = take(qdiscs.read_qdiscs(root, self._rtnl, {i: n for i, n in index_names.items() if n in link_map}))
+        if root.live:
+            qd = take(qdiscs.read_qdiscs(root, self._rtnl, {i: n for i, n in index_names.items() if n in link_map}))
+        else:  # a captured host's saved `tc -s qdisc show` (its ifindexes may be unknown)
+            qd = qdiscs.qdiscs_from_saved_tc(root, set(link_map))
         aff = take(irq_affinity.read_irq_affinity(
             root, sorted(mapped | self.follow_irqs),
             lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None)))

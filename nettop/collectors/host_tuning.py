@@ -167,6 +167,9 @@ class TuningReader:
         ), problems
 
     def _read_features(self, ifname: str) -> Mapping[str, bool] | None:
+        if not self.root.live:  # a captured host's saved `ethtool -k IF`
+            from nettop.kernel import sos
+            return sos.features(self.root.path, ifname)[0]
         if self._nl is None:
             return None
         try:

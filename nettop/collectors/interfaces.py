@@ -6,6 +6,7 @@ Bonds, bridges and teams repeat their members' traffic, so aggregates are marked
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 from typing import TYPE_CHECKING
 
@@ -98,7 +99,37 @@ def read_sysfs_links(root: SysRoot) -> tuple[dict[str, LinkStats], list[Problem]
                 rx_packets=row.rx_packets, tx_packets=row.tx_packets,
                 rx_errors=row.rx_errors, tx_errors=row.tx_errors,
                 rx_dropped=row.rx_dropped, tx_dropped=row.tx_dropped)
-    return out, problems
+    return _with_saved_ip_link(root, out), problems
+
+
+def _with_saved_ip_link(root: SysRoot, links: dict[str, LinkStats]) -> dict[str, LinkStats]:
+    """Fill what the capture's sysfs lacks (a sosreport copies `statistics/` and `flags`
+    only) from its saved `ip -s -d link`: ifindex, MTU, txqueuelen, state, kind, master and
+    queue counts; an interface only that output lists is added with its counters."""
+    from nettop.kernel import sos
+
+    saved, _ = sos.ip_links(root.path)
+    if not saved:
+        return links
+    out = dict(links)
+    for name, ip in saved.items():
+        link = out.get(name)
+        if link is None:
+            c = ip.counters
+            link = LinkStats(name=name, ifindex=0, **{f: c.get(f) for f in _STAT_FILES})  # type: ignore[arg-type]
+        kind = link.kind or ip.kind
+        out[name] = dataclasses.replace(
+            link,
+            ifindex=link.ifindex or ip.ifindex,
+            mtu=link.mtu or ip.mtu or 0,
+            txqueuelen=link.txqueuelen or ip.txqueuelen or 0,
+            operstate=link.operstate if link.operstate != "unknown" else (ip.state or "unknown").lower(),
+            kind=kind, is_aggregate=kind in AGGREGATE_KINDS,
+            master=link.master or ip.master,
+            num_rx_queues=link.num_rx_queues or ip.num_rx_queues or 0,
+            num_tx_queues=link.num_tx_queues or ip.num_tx_queues or 0,
+        )
+    return dict(sorted(out.items()))
 
 
 def _stats(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,

@@ -1,5 +1,6 @@
 """Per-queue packets and bytes: netdev netlink qstats where the driver exports them,
-else the driver's per-queue names in `ethtool -S` (read through the ioctl).
+else the driver's per-queue names in `ethtool -S` (read through the ioctl, or for a
+captured host from the `ethtool -S IF` text a sosreport or `nettop capture` saved).
 
 Drivers name per-queue statistics in their own ways; `parse_queue_stat_names` knows the
 common ones. Only names that really count a queue's packets/bytes are used (veth's
@@ -16,6 +17,7 @@ from nettop.model.snapshot import QueueCounters, QueueStats
 
 if TYPE_CHECKING:
     from nettop.kernel.ethtool import Ethtool
+    from nettop.kernel.sysroot import SysRoot
     from nettop.kernel.netdev_genl import NetdevNetlink
 
 # (pattern, groups) → kind, index, field; packets/bytes may be split by cast (bnxt): summed
@@ -54,6 +56,21 @@ def counters_from_positions(positions: dict[int, tuple[str, int, str]], values: 
             slot = acc.setdefault((kind, idx), {})
             slot[field] = slot.get(field, 0) + values[pos]
     return tuple(QueueCounters(k, i, v.get("packets"), v.get("bytes")) for (k, i), v in sorted(acc.items()))
+
+
+def saved_ethtool_stats(root: SysRoot, names: Iterable[str]) -> dict[str, QueueStats]:
+    """Per-queue counters of a captured host's NICs from their saved `ethtool -S` text;
+    only NICs whose text names per-queue packets/bytes are returned."""
+    from nettop.kernel import sos
+
+    out: dict[str, QueueStats] = {}
+    for name in names:
+        pairs, _ = sos.ethtool_stats(root.path, name)
+        positions = parse_queue_stat_names(n for n, _ in pairs)
+        queues = counters_from_positions(positions, [v for _, v in pairs])
+        if queues:
+            out[name] = QueueStats(name, queues, "ethtool-stats")
+    return out
 
 
 def counters_from_qstats(rows: list[dict]) -> dict[int, tuple[QueueCounters, ...]]:

@@ -8,6 +8,11 @@ plus `sos_commands/PLUGIN/COMMAND` text outputs. nettop reads from those:
     sos_commands/networking/ethtool_-c_IF         coalescing
     sos_commands/networking/ethtool_-g_IF         ring sizes
     sos_commands/networking/ethtool_-l_IF         channels
+    sos_commands/networking/ethtool_-k_IF         offloads (gro, gso, tso)
+    sos_commands/networking/ethtool_-S_IF         per-queue packets/bytes where the driver names them
+    sos_commands/networking/tc_-s_qdisc_show      qdiscs and their counters
+    sos_commands/networking/ip_-s_-d_link         ifindex, MTU, txqueuelen, state, kind, queue
+                                                  counts (sos copies sysfs without them)
 
 each parsed from the ethtool CLI's text into the names the ethtool ioctl gives live
 ("rx-usecs", "rx-max", "combined"), with "n/a" as the 0 the ioctl returns for it.
@@ -19,6 +24,8 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
+
+from nettop.kernel import sos_text
 
 SYSCTL_A = "sos_commands/kernel/sysctl_-a"
 _CMD_DIRS = ("sos_commands/networking", "commands")  # sos report, nettop capture
@@ -156,3 +163,55 @@ def nic_settings(root_path: str, ifname: str) -> tuple[
             sources[what] = rel
         results.append(value)
     return results[0], results[1], results[2], sources
+
+
+IP_LINK = "ip_-s_-d_link"
+TC_QDISC = "tc_-s_qdisc_show"
+
+
+def saved_file(root_path: str, name: str) -> str | None:
+    """Path (relative to the root) of a saved command output named as sos names it
+    ("ip_-s_-d_link", "ethtool_-k_eth0"), under sos_commands/networking or commands/."""
+    for d in _CMD_DIRS:
+        rel = f"{d}/{name}"
+        if os.path.isfile(os.path.join(root_path, rel)):
+            return rel
+    return None
+
+
+@lru_cache(maxsize=8)
+def _saved_text(root_path: str, name: str) -> tuple[str, str] | None:
+    rel = saved_file(root_path, name)
+    if rel is None:
+        return None
+    try:
+        return rel, _read(root_path, rel)
+    except OSError:
+        return None
+
+
+def ip_links(root_path: str) -> tuple[dict[str, sos_text.IpLink], str | None]:
+    """`ip -s -d link`'s interfaces, and the file they came from (None: no such file)."""
+    got = _saved_text(root_path, IP_LINK)
+    return (sos_text.parse_ip_link(got[1]), got[0]) if got else ({}, None)
+
+
+def tc_qdiscs(root_path: str) -> tuple[list[sos_text.TcQdisc], str | None]:
+    """`tc -s qdisc show`'s qdiscs, and the file they came from (None: no such file)."""
+    got = _saved_text(root_path, TC_QDISC)
+    return (sos_text.parse_tc_qdiscs(got[1]), got[0]) if got else ([], None)
+
+
+def features(root_path: str, ifname: str) -> tuple[dict[str, bool] | None, str | None]:
+    """`ethtool -k IF`'s gro/gso/tso, and the file (None, None: not saved or unreadable)."""
+    got = _saved_text(root_path, f"ethtool_-k_{ifname}")
+    if got is None:
+        return None, None
+    feats = sos_text.parse_features(got[1])
+    return (feats, got[0]) if feats else (None, None)
+
+
+def ethtool_stats(root_path: str, ifname: str) -> tuple[list[tuple[str, int]], str | None]:
+    """`ethtool -S IF`'s (name, value) pairs, and the file they came from."""
+    got = _saved_text(root_path, f"ethtool_-S_{ifname}")
+    return (sos_text.parse_ethtool_stats(got[1]), got[0]) if got else ([], None)

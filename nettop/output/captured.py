@@ -137,9 +137,10 @@ def _unknown_rates(node: Any) -> None:
 
 
 def setting_sources(root: SysRoot, doc: dict[str, Any]) -> dict[str, str]:
-    """Where each setting of a captured host came from: "sysctl net.core.x" or
-    "eth0 coalesce" -> the file under the root (a proc/sys file, or a sosreport's
-    `sysctl -a` / ethtool output for what sysfs cannot hold)."""
+    """Where each setting of a captured host came from: "sysctl net.core.x", "eth0
+    coalesce", "eth0 features", "eth0 qdisc", "eth0 link" (MTU, txqueuelen, state when
+    sysfs lacks them), "eth0 queue counters" -> the file under the root (a proc/sys
+    file, or a sosreport's `sysctl -a` / ethtool / tc / ip output)."""
     import os
 
     from nettop.kernel import sos
@@ -153,7 +154,20 @@ def setting_sources(root: SysRoot, doc: dict[str, Any]) -> dict[str, str]:
             out[f"sysctl {name}"] = rel
         elif sos.sysctl_for(root.path, rel) is not None:
             out[f"sysctl {name}"] = sos.SYSCTL_A
-    for ifname in doc["interfaces"]:
+    links, ip_src = sos.ip_links(root.path)
+    tc, tc_src = sos.tc_qdiscs(root.path)
+    for ifname, iface in doc["interfaces"].items():
+        if ip_src is not None and ifname in links and not os.path.isfile(
+                root.join(f"sys/class/net/{ifname}/mtu")):
+            out[f"{ifname} link"] = ip_src  # ifindex, MTU, txqueuelen, state, kind, queues
+        if tc_src is not None and iface.get("qdisc") and any(q.ifname == ifname for q in tc):
+            out[f"{ifname} qdisc"] = tc_src
         for what, src in sos.nic_settings(root.path, ifname)[3].items():
             out[f"{ifname} {what}"] = src
+        feats_src = sos.features(root.path, ifname)[1]
+        if feats_src is not None:
+            out[f"{ifname} features"] = feats_src
+        stats_src = sos.ethtool_stats(root.path, ifname)[1]
+        if stats_src is not None and iface.get("queue_stats_source") == "ethtool-stats":
+            out[f"{ifname} queue counters"] = stats_src
     return out
