@@ -180,3 +180,25 @@ def test_a_sosreport_tree_shows_link_qdisc_features_and_queue_counters_with_thei
     assert src["eth0 queue counters"] == "sos_commands/networking/ethtool_-S_eth0"
     # lo is in ip's output only: kept, with ip's counters
     assert doc["interfaces"]["lo"]["mtu"] == 65536
+
+
+def _irqbalance(capsys, root: Path) -> tuple[object, list[str]]:
+    capsys.readouterr()
+    assert main(["snapshot", "--json", "--root", str(root)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    return doc["host_config"]["irqbalance_running"], [p for p in doc["problems"] if "irqbalance" in p]
+
+
+def test_irqbalance_of_a_sosreport_is_unknown_without_ps_and_read_from_ps_with_it(tmp_path, capsys):
+    root = _sos_tree(tmp_path)
+    running, problems = _irqbalance(capsys, root)
+    assert running is None and len(problems) == 1 and "process list" in problems[0]
+    ps = root / "sos_commands/process/ps_auxwww"
+    ps.parent.mkdir(parents=True)
+    head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND\n"
+    ps.write_text(head + "root         1  0.0  0.1 167744 11544 ?        Ss   Nov24   0:03 /sbin/init\n"
+                  "root       612  0.0  0.0  81828  3840 ?        Ss   Nov24   0:00 grep irqbalance\n")
+    assert _irqbalance(capsys, root) == (False, [])
+    ps.write_text(ps.read_text() + "root       733  0.0  0.0  81828  3840 ?        Ssl  Nov24   1:12 "
+                  "/usr/sbin/irqbalance --foreground\n")
+    assert _irqbalance(capsys, root) == (True, [])

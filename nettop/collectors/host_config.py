@@ -88,9 +88,20 @@ def read_host_config(root: SysRoot, irqbalance: IrqbalanceCache | None = None
             flow_entries = decimal(text, 32)
         except ValueError:
             problems.append(malformed("/" + sysctl_path(RPS_SOCK_FLOW_ENTRIES), repr(text[:40])))
+    running: bool | None = False
+    if irqbalance is not None:
+        from nettop.kernel import sos
+        if root.live or not sos.is_sos(root.path):
+            running = irqbalance.running(root)
+        else:  # sos copies no /proc/PID: only its process plugin's `ps` output can tell
+            running = sos.irqbalance_from_ps(root.path)[0]
+            if running is None:
+                problems.append(Problem("sos_commands/process/ps_auxwww", (
+                    "the sosreport has no process list (sos_commands/process/ps_auxwww): "
+                    "whether irqbalance ran is unknown; add sos's process plugin")))
     return HostConfig(
         default_qdisc=values.pop(DEFAULT_QDISC, None) or None,
-        irqbalance_running=irqbalance.running(root) if irqbalance is not None else False,
+        irqbalance_running=running,
         rps_sock_flow_entries=flow_entries,
         sysctls=values,
     ), problems

@@ -215,3 +215,27 @@ def ethtool_stats(root_path: str, ifname: str) -> tuple[list[tuple[str, int]], s
     """`ethtool -S IF`'s (name, value) pairs, and the file they came from."""
     got = _saved_text(root_path, f"ethtool_-S_{ifname}")
     return (sos_text.parse_ethtool_stats(got[1]), got[0]) if got else ([], None)
+
+
+PS_FILES = ("sos_commands/process/ps_auxwww", "sos_commands/process/ps_auxww",
+            "sos_commands/process/ps_aux", "ps")
+
+
+def irqbalance_from_ps(root_path: str) -> tuple[bool | None, str | None]:
+    """Whether irqbalance ran, from the `ps auxwww` sos's process plugin keeps, and the
+    file read; (None, None) when the report has no process list (sos copies no
+    /proc/PID), so it cannot be known."""
+    for rel in PS_FILES:
+        try:
+            text = _read(root_path, rel)
+        except OSError:
+            continue
+        return any(_argv0_is_irqbalance(line) for line in text.splitlines()[1:]), rel
+    return None, None
+
+
+def _argv0_is_irqbalance(line: str) -> bool:
+    cols = line.split(None, 10)  # USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND
+    if len(cols) < 11 or not cols[10].split():
+        return False
+    return os.path.basename(cols[10].split()[0]) == "irqbalance"

@@ -242,7 +242,7 @@ class DeviceConfig:
 @dataclass(frozen=True, slots=True)
 class HostConfig:
     default_qdisc: str | None = None
-    irqbalance_running: bool = False
+    irqbalance_running: bool | None = False  # None: not known (a sosreport without `ps`)
     rps_sock_flow_entries: int | None = None
     sysctls: Mapping[str, str] = field(default_factory=dict)  # "net.core.netdev_budget": "300"
 

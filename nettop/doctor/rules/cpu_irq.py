@@ -142,11 +142,14 @@ def irqbalance(ctx: Context) -> Iterator[Finding]:
             on0.append(cpus == (0,))
         if all(on0):
             local = local_cpus(snap, name)
+            known = snap.host_config.irqbalance_running is not None  # None: a capture without `ps`
             yield Finding(
                 "irqbalance", name, Severity.WARN,
-                f"no irqbalance, and all {len(irqs)} of {name}'s queue IRQs are on CPU 0",
+                (f"no irqbalance, and all {len(irqs)} of {name}'s queue IRQs are on CPU 0" if known
+                 else f"all {len(irqs)} of {name}'s queue IRQs are on CPU 0"),
                 "CPU 0 does all the NIC's interrupt and softirq work while the other CPUs cannot help",
-                (f"{len(irqs)} queue IRQs: effective affinity CPU 0", "irqbalance: not running"),
+                (f"{len(irqs)} queue IRQs: effective affinity CPU 0",
+                 "irqbalance: not running" if known else "irqbalance: not known (no process list)"),
                 {"irqs": float(len(irqs))}, ctx.window.span,
                 (f"nettop set irq {name} spread {cpus_text(local)}",), None, f"{RH} (irqbalance, smp_affinity)")
 
