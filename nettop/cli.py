@@ -299,8 +299,7 @@ def cmd_snapshot_captured(roots: list[SysRoot], ifaces: list[str] | None, as_jso
         sys.stdout.write("\n")
     else:
         from nettop.output.text_report import render
-        # no interval (one capture without uptime): the report's first problem line says so
-        sys.stdout.write(render({**doc, "interval_s": doc["interval_s"] or 0.0}))
+        sys.stdout.write(render(doc))
     for line in doc["problems"]:
         print(f"nettop: {line}", file=sys.stderr)
     return 0

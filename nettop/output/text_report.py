@@ -23,9 +23,23 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def _basis(doc: dict[str, Any]) -> str:
+    """What the rates are over: a live interval, or for a captured host (`rates_basis`)
+    the uptime they are averaged over, the time between two captures, or nothing."""
+    basis = doc.get("rates_basis")
+    secs = doc.get("interval_s")
+    if basis == "since_boot":
+        return f"since-boot averages over {secs:.0f}s of uptime" if secs is not None else "since boot"
+    if basis == "between_captures":
+        return f"between captures {secs:.2f}s apart" if secs is not None else "between captures"
+    if basis == "none" or secs is None:
+        return "totals only (no interval)"
+    return f"interval {secs:.2f}s"
+
+
 def render(doc: dict[str, Any], width: int = 100) -> str:
     lines = [
-        f"{doc['host']}  kernel {doc['kernel']}  interval {doc['interval_s']:.2f}s  "
+        f"{doc['host']}  kernel {doc['kernel']}  {_basis(doc)}  "
         f"sampler {doc['nettop']['sampler_cpu_ms_per_tick']:.1f} ms/tick",
         "",
         f"{'CPU':>4} {'sirq%':>6} {'hirq%':>6} {'NET_RX/s':>9} {'NET_TX/s':>9} {'drop/s':>7} {'squeeze/s':>9} {'rps/s':>7}",
