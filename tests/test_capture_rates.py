@@ -108,3 +108,21 @@ def test_the_doctor_judges_one_capture_since_boot_and_says_so(tmp_path, capsys):
     assert "softnet-drops:host" in out  # 7 drops/s per CPU for an hour, averaged over the uptime
     rc, out, err = run(capsys, "doctor", "--root", str(a))
     assert "softnet-drops" not in out  # no drop since boot
+
+
+def test_the_doctor_counts_since_boot_drops_per_hour_of_uptime_from_the_files(tmp_path, capsys):
+    b = generate_tree(tmp_path / "late", cpus=4, irqs=12, queues=4, step=3600)
+    rc, out, err = run(capsys, "doctor", "--root", str(b))
+    head = out.splitlines()[0]
+    assert "one capture" in head and "samples" not in head
+    up = float((b / "proc/uptime").read_text().split()[0])
+    rows = [line.split() for line in (b / "proc/net/softnet_stat").read_text().splitlines()]
+    dropped = sum(int(r[1], 16) for r in rows)
+    squeezed = sum(int(r[2], 16) for r in rows)
+    assert "softnet drops" in out and "on average since boot" in out
+    assert (f"since boot: {dropped:,} drops in {up / 3600:.1f} h of uptime = "
+            f"{dropped * 3600 / up:,.0f} per hour") in out
+    if "time-squeeze:host" in out:  # below its threshold in this tree, judged the same way
+        assert f"since boot: {squeezed:,} time_squeeze events" in out
+    rc, out, err = run(capsys, "doctor", "--root", str(b), "--root", str(b))
+    assert "since boot:" not in out  # refused or between captures: never since-boot wording

@@ -187,6 +187,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         text = render_text(findings, last.host, seconds, len(points))
         if note is not None:  # say what the figures are: not a live window
             head, _, rest = text.partition("\n")
+            # "2 samples over <uptime> s" is the boot snapshot and the capture: say what they are
+            head = head.replace(f"{len(points)} samples over {seconds:g} s", note.split(":")[0], 1)
             text = f"{head}\n  judged on {note}\n{rest}"
         out.write(text)
     for line in problems:

@@ -52,6 +52,12 @@ class Window:
         return self.elapsed > 0
 
     @property
+    def since_boot(self) -> bool:
+        """The window runs from boot to one capture (model/since_boot.py): its rates are
+        since-boot averages, its elapsed time the host's uptime."""
+        return self.first.uptime_s == 0.0 and (self.last.uptime_s or 0.0) > 0 and self.elapsed > 0
+
+    @property
     def span(self) -> tuple[float, float]:
         return (self.first.t_wall, self.last.t_wall)
 
