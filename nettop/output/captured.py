@@ -39,10 +39,15 @@ class CapturePair:
 
 
 def read_capture(root: SysRoot, ifaces: Iterable[str] | None = None) -> Snapshot:
+    """One capture, its wall-clock time the capture's own (capture.json, else its proc
+    files' times) when known, so JSON, screens and recordings never show when nettop read it."""
+    from nettop.capture.archive import capture_time
     from nettop.collectors.host import HostReader
 
     with HostReader(root, ifaces) as reader:
-        return reader.read()
+        snap = reader.read()
+    when = capture_time(root.path)
+    return snap if when is None else dataclasses.replace(snap, t_wall=when)
 
 
 def expand(roots: list[SysRoot]) -> list[SysRoot]:

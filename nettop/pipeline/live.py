@@ -189,8 +189,9 @@ class LivePipeline:
 
     def _show_capture(self) -> bool:
         """One capture's since-boot averages, or two captures' rates, as the timeline's two
-        points (nettop/output/captured.py); False (sample it instead) for a tree that may
-        change or captures that give no rate."""
+        points (nettop/output/captured.py), or its one point (totals, no rate) when it has no
+        uptime; False (sample it instead) for a tree that may change or captures that
+        cannot be paired."""
         from nettop.capture.archive import is_static
         from nettop.output.captured import BETWEEN, SINCE_BOOT, CaptureError, expand, pair, read_capture
 
@@ -201,10 +202,11 @@ class LivePipeline:
         except (CaptureError, OSError) as exc:
             self._on_error(exc)
             return False
-        if p.basis not in (SINCE_BOOT, BETWEEN):
-            self.timeline.add_event(Event(time.time(), "problem", p.note))
-            return False
         self.capture_note = p.note
+        if p.basis not in (SINCE_BOOT, BETWEEN):  # no uptime: its totals, and no rate at all
+            self.timeline.add_event(Event(time.time(), "problem", p.note))
+            self.feed(p.cur)
+            return True
         self.feed(p.prev)
         self.feed(p.cur)
         return True

@@ -34,6 +34,8 @@ class Playback(Protocol):
     """What only a recording can do: its place, its speed, and moving through it."""
 
     speed: float  # 1 = as recorded
+    of_capture: bool  # a recording of a captured tree: never shown as if live
+    captured_at: float | None  # that capture's time, when known
 
     @property
     def path(self) -> str: ...  # the file or `record --dir` directory

@@ -56,7 +56,19 @@ def recording_meta(snap: Snapshot | None, interval: float, cpu_nodes: Mapping[in
         meta["latency_target_ms"] = latency_target_ms
     if snap is not None:
         meta["host"], meta["kernel"] = snap.host, snap.kernel
+    meta.update(capture_meta(root))
     return meta
+
+
+def capture_meta(root: str) -> dict[str, Any]:
+    """For a recording of a captured tree: when it was captured, so a replay shows that
+    time and never looks live ({} for the live kernel or an unknown time)."""
+    if root in ("/", ""):
+        return {}
+    from nettop.capture.archive import capture_time
+
+    when = capture_time(root)
+    return {"captured": "1", **({"captured_at": when} if when is not None else {})}
 
 
 class EventCursor:

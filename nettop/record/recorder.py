@@ -217,9 +217,16 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
         journal = default_path()
     if prober is not None:
         prober.start()
+    if not root.live and rotation is None:
+        from nettop.capture.archive import is_static
+        if is_static(root.path):
+            return _record_capture(path, root, ifnames, latency_target_ms)
     reader = HostReader(root, ifnames, prober=prober)
     meta = {"host": reader.host, "kernel": reader.kernel, "cpu_nodes": _cpu_nodes(root),
             "started": time.time(), "root": root.path if hasattr(root, "path") else "/"}
+    if not root.live:
+        from nettop.pipeline.tap import capture_meta
+        meta.update(capture_meta(root.path))
     rec = Recorder(reader, path, interval, duration, max_size, meta, journal, latency_target_ms=latency_target_ms,
                    rotation=rotation)
     old = {s: signal.signal(s, rec.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -241,6 +248,41 @@ def record(path: str, root: Any = None, ifnames: Iterable[str] | None = None, in
         msg += f" ({rec.lost} lost while nothing could be written)"
     print(msg, file=sys.stdout if result.ok else sys.stderr)
     return 0 if result.ok else 1
+
+
+def _record_capture(path: str, root: Any, ifnames: Iterable[str] | None,
+                    latency_target_ms: float | None) -> int:
+    """A capture that cannot change (an archive, a sosreport) is recorded as its two
+    points, the host at boot and the capture (or its two captures), at the capture's own
+    times: sampling it every second would record rates of 0 at the reading's times."""
+    from nettop.output.captured import NONE, CaptureError, expand, pair, read_capture
+    from nettop.pipeline.tap import capture_meta
+
+    try:
+        p = pair([read_capture(r, ifnames) for r in expand([root])])
+    except (CaptureError, OSError) as exc:
+        print(f"nettop: {exc}", file=sys.stderr)
+        return 1
+    if p.basis == NONE:
+        print(f"nettop: nothing to record: {p.note}", file=sys.stderr)
+        return 1
+    meta: dict[str, Any] = {"host": p.cur.host, "kernel": p.cur.kernel, "cpu_nodes": _cpu_nodes(root),
+                            "started": time.time(), "root": root.path, "capture_note": p.note,
+                            "interval_s": p.cur.t_mono - p.prev.t_mono, **capture_meta(root.path)}
+    if latency_target_ms is not None:
+        meta["latency_target_ms"] = latency_target_ms
+    try:
+        writer = Writer(path, meta)
+        try:
+            writer.add_sample(p.prev, [Event(p.prev.t_wall, "problem", p.note)])
+            writer.add_sample(p.cur)
+        finally:
+            writer.close()
+    except RecordingError as exc:
+        print(f"nettop: {exc}", file=sys.stderr)
+        return 1
+    print(f"nettop: {p.note}; 2 samples in {path}")
+    return 0
 
 
 def _cpu_nodes(root: Any) -> dict[str, int]:

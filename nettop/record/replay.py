@@ -64,6 +64,12 @@ class ReplaySource:
             self._recorded_interval = float(self.reader.meta.get("interval_s", "1"))
         except ValueError:
             self._recorded_interval = 1.0
+        # a recording of a captured tree: its header says so and shows the capture's time
+        self.of_capture = self.reader.meta.get("captured") == "1"
+        try:
+            self.captured_at = float(self.reader.meta["captured_at"]) if self.of_capture else None
+        except (KeyError, ValueError):
+            self.captured_at = None
 
     # --- Source protocol ----------------------------------------------------------------
 
@@ -123,7 +129,8 @@ class ReplaySource:
     def session(self) -> None:
         return None  # a recording is reviewed, not tuned: no session path to protect
 
-    captured_at: float | None = None  # not a captured tree
+    of_capture = False  # a recording of a captured tree (meta "captured")
+    captured_at: float | None = None  # its capture time, when known
     capture_note: str | None = None
 
     def playback(self) -> ReplaySource:
@@ -230,6 +237,8 @@ class ReplaySource:
             gap = self._recorded_interval
             if 0 <= pos < len(self.reader) - 1:
                 gap = self.reader.index[pos + 1].t_mono - self.reader.index[pos].t_mono
+            if self.of_capture:  # boot → capture is the uptime, not a time to wait through
+                gap = min(gap, self.speed)
             if self._kick.wait(max(0.0, gap) / self.speed):
                 continue  # paused, sped up or seeked: recompute
             with self._lock:

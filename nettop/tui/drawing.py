@@ -128,7 +128,8 @@ class DrawingMixin(_AppBase):
                 parts[0] = "nettop PAUSED capture" if src.paused else "nettop CAPTURE (not live)"
                 note = src.capture_note
                 if note is not None:  # read once, not sampled: say what the figures are
-                    parts[1] = "since boot" if note.startswith("one capture") else "between captures"
+                    parts[1] = ("since boot" if note.startswith("one capture:") else "between captures"
+                                if note.startswith("two captures") else "totals only")
                 when = src.captured_at
                 shown = ("captured " + _dt.datetime.fromtimestamp(when, _dt.timezone.utc).strftime(
                     "%Y-%m-%d %H:%M:%S UTC") if when is not None else "capture time unknown")
@@ -153,7 +154,14 @@ class DrawingMixin(_AppBase):
         parts = [state, f"speed {playback.speed_text(pb.speed)}" if pb is not None else f"every {fmt.interval(src.interval)}"]
         if point is not None:
             snap = point.snapshot
-            parts += [snap.host, snap.kernel, playback.stamp(snap.t_wall)]
+            if pb is not None and pb.of_capture:  # another host's files, never a clock
+                parts[0] = parts[0].replace("nettop replay", "nettop replay CAPTURE", 1)
+                when = pb.captured_at
+                # its time first: at 80 columns the kernel's name is what gets cut
+                parts[1:2] = ["captured " + playback.stamp(when) if when is not None else "capture time unknown",
+                              snap.host, snap.kernel]
+            else:
+                parts += [snap.host, snap.kernel, playback.stamp(snap.t_wall)]
         if pb is not None:
             parts.append(f"sample {pb.position + 1}/{pb.length}")
         probes = self._probe_text(point)
