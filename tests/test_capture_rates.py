@@ -126,3 +126,15 @@ def test_the_doctor_counts_since_boot_drops_per_hour_of_uptime_from_the_files(tm
         assert f"since boot: {squeezed:,} time_squeeze events" in out
     rc, out, err = run(capsys, "doctor", "--root", str(b), "--root", str(b))
     assert "since boot:" not in out  # refused or between captures: never since-boot wording
+
+
+def test_the_text_report_says_since_boot_or_totals_only_never_an_interval(tmp_path, capsys):
+    a, b = pair(tmp_path)
+    rc, out, err = run(capsys, "snapshot", "--root", str(a))
+    assert rc == 0 and "since-boot averages over 86400s of uptime" in out.splitlines()[0]
+    assert "interval" not in out.splitlines()[0]
+    rc, out, err = run(capsys, "snapshot", "--root", str(a), "--root", str(b))
+    assert rc == 0 and "between captures 10.00s apart" in out.splitlines()[0]
+    (a / "proc/uptime").unlink()
+    rc, out, err = run(capsys, "snapshot", "--root", str(a))
+    assert rc == 0 and "totals only (no interval)" in out.splitlines()[0]
