@@ -127,6 +127,22 @@ def test_every_figure_nettop_shows_for_a_sosreport_matches_the_archive(sos_archi
             m = re.search(r"Adaptive RX:\s*(\S+)\s+TX:\s*(\S+)", c.read_text())
             assert iface["coalesce"] == {"adaptive-rx": _n(m.group(1)), "adaptive-tx": _n(m.group(2)),
                                          **{k: _n(kv[k]) for k in ("rx-usecs", "rx-frames", "tx-usecs", "tx-frames")}}
+    # what sos's sysfs copy lacks, from `ip -s -d link` and `tc -s qdisc show`, said so
+    net = top / "sos_commands/networking"
+    heads = {m.group(2): m for m in re.finditer(
+        r"^(\d+): ([^:@\s]+)(?:@\S+)?: <[^>]*> mtu (\d+) .*?qlen (\d+)", (net / "ip_-s_-d_link").read_text(), re.M)}
+    for name, m in heads.items():
+        if name in doc["interfaces"] and not (top / "sys/class/net" / name / "mtu").is_file():
+            iface = doc["interfaces"][name]
+            assert (iface["ifindex"], iface["mtu"], iface["txqueuelen"]) == (int(m.group(1)), int(m.group(3)), int(m.group(4)))
+            assert doc["setting_sources"][f"{name} link"] == "sos_commands/networking/ip_-s_-d_link"
+    roots = {m.group(2): m.group(1) for m in re.finditer(
+        r"^qdisc (\S+) \S+ dev (\S+) root", (net / "tc_-s_qdisc_show").read_text(), re.M)}
+    for name, kind in roots.items():
+        if name in doc["interfaces"]:
+            assert doc["interfaces"][name]["qdisc"]["kind"] == kind, name
+            assert doc["setting_sources"][f"{name} qdisc"] == "sos_commands/networking/tc_-s_qdisc_show"
+    assert doc["host_config"]["irqbalance_running"] is None  # no process plugin: not known
     assert doc["interfaces"][host_if]["channels"] is not None  # veth: 4 queues
     assert doc["interfaces"][host_if]["channels"]["rx"] == 4 or \
         doc["interfaces"][host_if]["channels"]["combined"] == 4 or \

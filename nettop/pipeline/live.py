@@ -207,6 +207,11 @@ class LivePipeline:
             self.timeline.add_event(Event(time.time(), "problem", p.note))
             self.feed(p.cur)
             return True
+        if self.doctor is not None:  # judge the whole interval: the uptime, or between captures
+            import dataclasses
+
+            self.doctor = Watch(dataclasses.replace(
+                self.doctor.config, window_s=p.cur.t_mono - p.prev.t_mono + 1.0))
         self.feed(p.prev)
         self.feed(p.cur)
         return True

@@ -28,6 +28,9 @@ def watch(root: SysRoot, interval: float, ifaces: list[str] | None) -> int:
             return
         prev = pipeline.timeline.points()[-2].snapshot
         doc = build_document(prev, point.snapshot, point.rates, interval)
+        note = pipeline.capture_note
+        if note is not None:  # a capture read once: its header says what the figures are
+            doc["rates_basis"] = "since_boot" if note.startswith("one capture:") else "between_captures"
         try:
             latest.get_nowait()  # the newest sample wins; never queue up frames
         except queue.Empty:

@@ -271,11 +271,20 @@ def _record_capture(path: str, root: Any, ifnames: Iterable[str] | None,
                             "interval_s": p.cur.t_mono - p.prev.t_mono, **capture_meta(root.path)}
     if latency_target_ms is not None:
         meta["latency_target_ms"] = latency_target_ms
+    from nettop.doctor import DoctorConfig
+    from nettop.doctor.watch import Watch
+    from nettop.model.rates import compute_rates
+
+    # the doctor's findings as a live recording holds them, judged over the whole interval
+    watch = Watch(DoctorConfig(latency_target_ms=latency_target_ms,
+                               window_s=p.cur.t_mono - p.prev.t_mono + 1.0))
+    watch.observe(Point(p.prev, None))
+    found = watch.observe(Point(p.cur, compute_rates(p.prev, p.cur)))
     try:
         writer = Writer(path, meta)
         try:
             writer.add_sample(p.prev, [Event(p.prev.t_wall, "problem", p.note)])
-            writer.add_sample(p.cur)
+            writer.add_sample(p.cur, found)
         finally:
             writer.close()
     except RecordingError as exc:

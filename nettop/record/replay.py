@@ -70,6 +70,10 @@ class ReplaySource:
             self.captured_at = float(self.reader.meta["captured_at"]) if self.of_capture else None
         except (KeyError, ValueError):
             self.captured_at = None
+        if self.of_capture and len(self.reader) >= 2:  # judged over boot → capture, as recorded
+            import dataclasses
+            span = self.reader.index[-1].t_mono - self.reader.index[0].t_mono
+            self.doctor_config = dataclasses.replace(self.doctor_config, window_s=max(span, 0.0) + 1.0)
 
     # --- Source protocol ----------------------------------------------------------------
 

@@ -38,9 +38,13 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
         out += [f"> {w}\n" for w in warnings]
         return "\n".join(out)
     span = series[-1].t_wall - series[0].t_wall
-    out.append(f"- kernel {meta.get('kernel', '?')}, {len(series) + 1} samples every "
-               f"{float(meta.get('interval_s', 1)):g} s, {_when(series[0].t_wall)} to {_when(series[-1].t_wall)} "
-               f"({span / 60:.1f} min)")
+    if meta.get("captured") == "1":  # `nettop record --root ARCHIVE`: boot and capture, not a series
+        out.append(f"- kernel {meta.get('kernel', '?')}, a captured host (not live), captured "
+                   f"{_when(series[-1].t_wall)}: {meta.get('capture_note', 'figures between its two points')}")
+    else:
+        out.append(f"- kernel {meta.get('kernel', '?')}, {len(series) + 1} samples every "
+                   f"{float(meta.get('interval_s', 1)):g} s, {_when(series[0].t_wall)} to {_when(series[-1].t_wall)} "
+                   f"({span / 60:.1f} min)")
     out += [f"- warning: {w}" for w in warnings]
     out.append("\n## Peaks\n")
     out.append("| what | peak | when | where |\n|---|---|---|---|")
@@ -110,6 +114,15 @@ def build(reader: Recording, plots: bool = True) -> str:
     series = [figures(s, r) for s, r in tail.feed(pairs(reader))]
     from nettop.doctor import DoctorConfig
     config = DoctorConfig.from_meta(reader.meta)  # the target the recorded findings were judged by
+    if reader.meta.get("captured") == "1" and len(tail.points) == 1:
+        import dataclasses
+
+        from nettop.model.timeline import Point
+        # a capture's two points are its whole window (since boot, or between its captures)
+        first = next(iter(reader.snapshots()))
+        tail.points.appendleft(Point(first, None))
+        config = dataclasses.replace(
+            config, window_s=tail.points[-1].snapshot.t_mono - first.t_mono + 1.0)
     out = render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events(), config)
     if reader.meta.get("experiment"):
         from nettop.experiment.table import from_events, markdown

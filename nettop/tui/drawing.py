@@ -121,6 +121,7 @@ class DrawingMixin(_AppBase):
             parts.insert(1, f"● REC {display_path(status.path)} {playback.size_text(status.size)}")
         if self._own_cpu is not None:
             parts.append(f"nettop CPU {self._own_cpu:.1f}%")
+        doctor_at = 1
         if point is not None:
             snap = point.snapshot
             shown = _dt.datetime.fromtimestamp(snap.t_wall, _dt.timezone.utc).strftime("%H:%M:%S") + " UTC"
@@ -133,13 +134,17 @@ class DrawingMixin(_AppBase):
                 when = src.captured_at
                 shown = ("captured " + _dt.datetime.fromtimestamp(when, _dt.timezone.utc).strftime(
                     "%Y-%m-%d %H:%M:%S UTC") if when is not None else "capture time unknown")
-            parts += [snap.host, snap.kernel, shown]
+                # which host and when first: at 80 columns the rest is what gets cut
+                parts[1:1] = [shown, snap.host, snap.kernel]
+                doctor_at = 4
+            else:
+                parts += [snap.host, snap.kernel, shown]
             if point.rates is not None and point.rates.sampler_cpu_pct is not None:
                 parts.append(f"sampler {point.rates.sampler_cpu_pct:.1f}%")
         probes = self._probe_text(point)
         if probes is not None:
-            parts.insert(2, probes)
-        parts[1:1] = [t for t in (self.doctor_header(),) if t]
+            parts.insert(doctor_at + 1, probes)
+        parts[doctor_at:doctor_at] = [t for t in (self.doctor_header(),) if t]
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_replay_header(self, point: Point | None) -> None:
@@ -167,7 +172,8 @@ class DrawingMixin(_AppBase):
         probes = self._probe_text(point)
         if probes is not None:
             parts.append(probes)
-        parts[1:1] = [t for t in (self.doctor_header(),) if t]
+        at = 2 if pb is not None and pb.of_capture else 1  # a capture's time first: 80 columns cut the rest
+        parts[at:at] = [t for t in (self.doctor_header(),) if t]
         self.query_one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_notice(self, point: Point | None = None) -> None:
