@@ -128,3 +128,21 @@ async def test_a_capture_without_uptime_shows_totals_only_never_rates_of_zero(tm
         points = src.timeline.points()
     assert len(points) == 1 and points[0].rates is None  # read once, nothing divided
     assert "totals only" in header and "every" not in header
+
+
+async def test_the_doctor_judges_a_capture_over_its_uptime_in_view_record_and_report(tmp_path, capsys):
+    from nettop.cli import main
+
+    tree = generate_tree(tmp_path / "t", cpus=4, irqs=12, queues=4, step=3600)  # softnet drops since boot
+    arc = tmp_path / "t.tar.gz"
+    with tarfile.open(arc, "w:gz") as tar:
+        tar.add(str(tree), arcname="host")
+    out = tmp_path / "cap.nettop"
+    assert main(["record", "--root", str(arc), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert "a captured host (not live)" in report and "crit softnet-drops:host" in report
+    (root,) = capture_roots(extract(str(arc)))
+    header = await _header(SysRoot(str(root)))
+    assert "findings" in header and "crit" in header  # a 5 s window would hold no rate
