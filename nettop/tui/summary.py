@@ -135,8 +135,9 @@ def iface_lines(rows: Sequence[IfaceSummary], idle: Sequence[tuple[str, str]], w
 def cpu_lines(rows: Sequence[CpuRow], width: int, two: bool) -> list[Line]:
     """The CPU section: a heading, the heat strip, and the hottest CPUs by softirq (on
     the strip's line when they fit, else on a line of their own when `two`)."""
-    drops = sum(r.dropped_per_s or 0.0 for r in rows)
-    squeeze = sum(r.squeeze_per_s or 0.0 for r in rows)
+    # unknown when no CPU has the figure (a capture without uptime), never a made-up 0
+    drops = sum(r.dropped_per_s or 0.0 for r in rows) if any(r.dropped_per_s is not None for r in rows) else None
+    squeeze = sum(r.squeeze_per_s or 0.0 for r in rows) if any(r.squeeze_per_s is not None for r in rows) else None
     known = [r.softirq_pct for r in rows if r.softirq_pct is not None]
     avg = sum(known) / len(known) if known else None
     cols = f"avg {fmt.pct(avg)}%  drop/s {fmt.si(drops)}  squeeze/s {fmt.si(squeeze)} "
