@@ -13,10 +13,10 @@ the chart history run on a worker thread so the screen never freezes. A live sou
 adds the record key: the source's own thread writes each sample, the app only starts,
 stops and shows "● REC".
 
-This module holds the layout, the arrival of points and the view keys; six mixins hold
+This module holds the layout, the arrival of points and the view keys; seven mixins hold
 the rest: the drawing `drawing.DrawingMixin`, the replay and record keys
 `replay_keys.ReplayKeysMixin` and `record_keys.RecordKeysMixin`, the tuning keys
-`tuning.TuningMixin`, the findings panel `doctor_panel.DoctorMixin` and the experiment
+`tuning.TuningMixin`, the countdown of changes on trial `trial_bar.TrialMixin`, the findings panel `doctor_panel.DoctorMixin` and the experiment
 keys `experiment_keys.ExperimentMixin`; the messages and small widgets have their own modules.
 """
 
@@ -141,6 +141,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self.seeking = 0  # replay moves under way on the worker
         self.record_error: str | None = None  # one line, shown in the notice
         self.recorded: list[RecordStatus] = []  # files written by the record key, for the exit line
+        self.init_trials()
         for theme in load_themes().values():
             self.register_theme(theme)
         self.theme = NO_COLOR_THEME if self.no_color else DEFAULT_THEME

@@ -46,6 +46,10 @@ class TrialMixin(TuningMixin):
     _trial_said: tuple[str, float] | None = None  # the last outcome shown, and since when
     _trial_reverting: set[int]  # groups whose countdown ended and whose revert is under way
 
+    def init_trials(self) -> None:
+        """The app's __init__ calls this: no trial is counting down when it starts."""
+        self._trials, self._trial_reverting = [], set()
+
     def compose_trial(self) -> Iterator[Widget]:
         yield TextLine("", id="trial-bar")
 
@@ -62,8 +66,6 @@ class TrialMixin(TuningMixin):
         return Guard(path, res, None, DEFAULT_SECONDS)
 
     def start_trial(self, run: TrialRun) -> None:
-        if not hasattr(self, "_trials"):
-            self._trials, self._trial_reverting = [], set()
         self._trials.append(run)
         if self._trial_timer is None:
             self._trial_timer = self.set_interval(0.25, self._trial_tick)
@@ -71,7 +73,7 @@ class TrialMixin(TuningMixin):
 
     def _trial_tick(self) -> None:
         bar = self.query_one("#trial-bar", TextLine)
-        runs = [r for r in getattr(self, "_trials", []) if r.outcome is None]
+        runs = [r for r in self._trials if r.outcome is None]
         for r in runs:
             if r.seconds_left() <= 0 and r.group not in self._trial_reverting:
                 self._trial_reverting.add(r.group)
@@ -91,13 +93,13 @@ class TrialMixin(TuningMixin):
             bar.display = True
             return
         bar.display = False
-        self._trials = [r for r in getattr(self, "_trials", []) if r.outcome is None]
+        self._trials = [r for r in self._trials if r.outcome is None]
         if self._trial_timer is not None and not self._trials:
             self._trial_timer.stop()
             self._trial_timer = None
 
     def action_trial_keep(self) -> None:
-        runs = [r for r in getattr(self, "_trials", []) if r.outcome is None]
+        runs = [r for r in self._trials if r.outcome is None]
         if not runs:
             self.notify("no change is on trial", timeout=3)
             return
