@@ -60,6 +60,7 @@ class DrawingMixin(_AppBase):
     _latency_events: int
     _latency_t: float | None
     _summary_chart: tuple[tuple, float] | None  # (what is plotted, when) on the summary's chart
+    _settings_shown: list[str] | None  # the interfaces last told to the source as on screen
 
     # hooks: doctor_panel.DoctorMixin, which the app mixes in, draws the findings panel
     # and counts the findings for the header (as TuningMixin.experiment_disabled)
@@ -91,6 +92,9 @@ class DrawingMixin(_AppBase):
 
     def _draw(self, point: Point) -> None:
         names = self.shown(point)
+        if names != self._settings_shown:  # their queue settings are read every tick, the rest in rotation
+            self._settings_shown = names
+            self.source.show_settings(names)
         # first: the header counts the findings and the summary leads with the worst
         self._draw_doctor(point)
         self._draw_header(point)
