@@ -13,8 +13,9 @@ reading all of them every tick was most of the sampler's opens on a big host. So
   read at once, and so is anything `notice` names: the pipeline calls it when nettop's
   own journal says a change was made, so nettop's changes show on the next tick.
 
-Each value keeps the monotonic time of the tick that read it (`read_at`), so the screen
-and the JSON can say how old a setting is when it is not from this tick. Queue listings
+Each value keeps the monotonic time of the tick that read it (`read_at`, equal to the
+snapshot's `t_mono` when read this tick), so the screen and the JSON can say how old a
+setting is when it is not from this tick. Queue listings
 (one listdir per interface) are still taken every tick: a queue that appears or goes is
 a change in itself. Not thread-safe except `notice`, which any thread may call.
 """
@@ -26,7 +27,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Generic, Iterable, Mapping, TypeVar
 
 from nettop.collectors.bql import FIELDS as BQL_FILES, read_bql_queue
 from nettop.collectors.irq_affinity import read_irq_affinity
@@ -38,6 +39,8 @@ from nettop.kernel.sysroot import SysRoot
 ROTATION_S = 10.0  # every setting off screen is re-read at least this often
 QUEUE_FILES = 2  # rps_cpus + rps_flow_cnt, or xps_cpus + xps_rxqs
 IRQ_FILES = 4  # smp_affinity_list, effective_affinity_list, affinity_hint, node
+
+V = TypeVar("V", QueueConfig, BqlState, IrqAffinity)
 
 # what one rotation item is: ("q", ifname, ifindex, kind, index) or ("irq", n)
 Key = tuple
@@ -54,12 +57,27 @@ class SettingsRead:
     files: int  # settings files this tick read (listings not counted)
 
 
+class _Entry(Generic[V]):
+    """A value stamped with the tick that read it (`read_at`), and that time."""
+
+    __slots__ = ("value", "t")
+
+    def __init__(self, value: V, t: float) -> None:
+        self.value: V = dataclasses.replace(value, read_at=t)
+        self.t = t
+
+    def as_of(self, t: float) -> V:
+        # always stamped, also when read this tick: a recording's samples then keep one
+        # shape from tick to tick (a changed shape starts a new chain, record/store.py)
+        return self.value
+
+
 class _Iface:
     __slots__ = ("cfg", "bql", "has_bql", "problems")
 
     def __init__(self) -> None:
-        self.cfg: dict[tuple[str, int], QueueConfig] = {}
-        self.bql: dict[int, BqlState] = {}
+        self.cfg: dict[tuple[str, int], _Entry[QueueConfig]] = {}
+        self.bql: dict[int, _Entry[BqlState]] = {}
         self.has_bql: bool | None = None  # None: not known yet
         self.problems: list[Problem] = []  # of the last read of this interface's queues
 
@@ -69,7 +87,7 @@ class SettingsRotation:
         self.root = root
         self.period_s = period_s
         self._ifaces: dict[tuple[str, int], _Iface] = {}
-        self._aff: dict[int, IrqAffinity] = {}
+        self._aff: dict[int, _Entry] = {}
         self._aff_problems: dict[int, list[Problem]] = {}
         self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
         self._last_t: float | None = None
@@ -156,7 +174,7 @@ class SettingsRotation:
                 if a is None:
                     self._aff.pop(i, None)
                     continue
-                self._aff[i] = dataclasses.replace(a, read_at=t)
+                self._aff[i] = _Entry(a, t)
                 self._aff_problems[i] = [p for p in probs if f"/irq/{i}/" in p.source]
                 order[("irq", i)] = t
         for i in list(self._aff):
@@ -170,12 +188,12 @@ class SettingsRotation:
             st = self._ifaces[(name, ifindex)]
             problems.extend(st.problems)
             listed = listing[name]
-            queues_out[name] = tuple(st.cfg[q] for q in listed if q in st.cfg)
-            bql_out[name] = tuple(st.bql[i] for k, i in listed if k == "tx" and i in st.bql) \
+            queues_out[name] = tuple(st.cfg[q].as_of(t) for q in listed if q in st.cfg)
+            bql_out[name] = tuple(st.bql[i].as_of(t) for k, i in listed if k == "tx" and i in st.bql) \
                 if st.has_bql else ()
         for i in sorted(wanted):
             problems.extend(self._aff_problems.get(i, ()))
-        return SettingsRead(queues_out, bql_out, {i: self._aff[i] for i in sorted(wanted) if i in self._aff},
+        return SettingsRead(queues_out, bql_out, {i: self._aff[i].as_of(t) for i in sorted(wanted) if i in self._aff},
                             problems, files)
 
     def _read_queues(self, t: float, name: str, ifindex: int, due: list[tuple[str, int]],
@@ -190,7 +208,7 @@ class SettingsRotation:
             st.cfg = {q: c for q, c in st.cfg.items() if q in keep}
             st.bql = {i: b for i, b in st.bql.items() if ("tx", i) in keep}
         for c in cfgs:
-            st.cfg[(c.kind, c.index)] = dataclasses.replace(c, read_at=t)
+            st.cfg[(c.kind, c.index)] = _Entry(c, t)
             self._order.pop(("q", name, ifindex, c.kind, c.index), None)
             self._order[("q", name, ifindex, c.kind, c.index)] = t
         first_tx = next((i for k, i in listed if k == "tx"), None)
@@ -203,7 +221,7 @@ class SettingsRotation:
                 st.has_bql, st.bql = False, {}
             elif state is not None:
                 st.has_bql = True
-                st.bql[index] = dataclasses.replace(state, read_at=t)
+                st.bql[index] = _Entry(state, t)
         st.problems = probs
         return files
 

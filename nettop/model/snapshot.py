@@ -198,7 +198,7 @@ class BqlState:
     limit_max: int
     limit_min: int
     inflight: int
-    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: this one
+    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: not said
 
 
 # --- configuration read-back ----------------------------------------------------------
@@ -213,7 +213,7 @@ class IrqAffinity:
     node: int | None = None  # /proc/irq/N/node
     # True: the kernel refuses user affinity (managed or per-CPU IRQ); None: not known
     managed: bool | None = None
-    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: this one
+    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: not said
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +224,7 @@ class QueueConfig:
     rps_flow_cnt: int | None = None
     xps_cpus: str | None = None
     xps_rxqs: str | None = None
-    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: this one
+    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: not said
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,7 +232,7 @@ class DrawingMixin(_AppBase):
         table = self.query_one(QueueTable)
         rows = model.queue_rows(point, names)
         rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
-        table.widen("queue", label_width((r.label for r in rows), 10))
+        table.widen("queue", label_width((r.shown_label for r in rows), 10))
         hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
         table.sync([(r.key, QueueTable.cells(r, fmt.sparkline(hist.get(r.key, []), TREND_WIDTH)))
                     for r in rows])
@@ -307,7 +307,7 @@ class DrawingMixin(_AppBase):
         qt.sync([(r.key, QdiscTable.cells(r)) for r in rows])
         brows = model.bql_rows(point.snapshot, names)
         bt = self.query_one(BqlTable)
-        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}" for r in brows), 14))
+        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14))
         bt.sync([(r.key, BqlTable.cells(r)) for r in brows])
 
     def _draw_latency(self, point: Point) -> None:
