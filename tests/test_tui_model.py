@@ -215,3 +215,38 @@ def test_latency_rows_and_series_come_from_the_snapshots_latency_stats():
     xs, ys = model.latency_series(t.points(), 180)["198.18.0.2"]
     assert xs[-1] == 0.0 and ys == [p.snapshot.latency["198.18.0.2"].rtt_avg_ms for p in t.points()]
     assert model.latency_series(Timeline().points(), 180) == {}
+
+
+def test_settings_not_from_this_sample_say_how_old_they_are_on_screen_and_in_json():
+    import dataclasses
+
+    from nettop.tui.tables import BqlTable, QueueTable
+
+    def aged(snap, seconds):
+        """eth0's rx-1 RPS and IRQ 40's affinity read `seconds` before the sample."""
+        then = snap.t_mono - seconds
+        dev = snap.devices["eth0"]
+        queues = tuple(dataclasses.replace(q, read_at=then) if (q.kind, q.index) == ("rx", 1) else q
+                       for q in dev.queues)
+        bql = tuple(dataclasses.replace(b, read_at=then) for b in dev.bql)
+        aff = dict(snap.irq_affinity)
+        aff[40] = dataclasses.replace(aff[40], read_at=then)
+        return dataclasses.replace(snap, devices={**snap.devices, "eth0": dataclasses.replace(dev, queues=queues, bql=bql)},
+                                   irq_affinity=aff)
+
+    a, b = synthetic(3), aged(synthetic(4), 7.0)
+    t = Timeline()
+    t.append(a)
+    rows = model.queue_rows(t.append(b), ["eth0", "veth0"])
+    doc = build_document(a, b, compute_rates(a, b))
+    ages = {(n, q["kind"], q["index"]): q["settings_age_s"] for n in ("eth0", "veth0")
+            for q in doc["interfaces"][n]["queues"]}
+    stale = {(r.ifname, r.kind, r.index) for r in rows if r.settings_age}
+    assert stale and stale == {k for k, v in ages.items() if v == 7.0}
+    assert all(v in (0.0, 7.0) for v in ages.values())
+    for r in rows:
+        label, style = QueueTable.cells(r, "")[0]
+        assert (label, style) == ((f"{r.label} ~7s", "muted") if r.settings_age else (r.label, ""))
+    bql = model.bql_rows(b, ["eth0"])
+    assert bql and all(BqlTable.cells(r)[0][0].endswith(" ~7s") for r in bql)
+    assert model.stale_mark(0.0) == "" and model.stale_mark(0.25) == " ~0.2s"

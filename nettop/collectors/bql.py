@@ -42,26 +42,30 @@ def read_bql(root: SysRoot, ifname: str) -> tuple[tuple[BqlState, ...], list[Pro
     tx = [i for kind, i in queues if kind == "tx"]
     out: list[BqlState] = []
     for n, index in enumerate(tx):
-        qdir = f"sys/class/net/{ifname}/queues/tx-{index}/byte_queue_limits/"
-        values: dict[str, str] = {}
-        failed = False
-        for name in FIELDS:
-            try:
-                values[name] = root.read_line(qdir + name)
-            except OSError as exc:
-                if exc.errno == errno.ENOENT and not values and not root.exists(qdir):
-                    # no byte_queue_limits directory: the device has no BQL (only tx-0
-                    # is tried), or this queue went away since the listing
-                    if n == 0:
-                        return (), problems
-                else:
-                    problems.append(from_oserror("/" + qdir + name, exc))
-                failed = True
-                break
-        if failed:
-            continue
-        try:
-            out.append(parse_bql(index, values))
-        except ValueError as exc:
-            problems.append(malformed("/" + qdir, f"{values} ({exc})"))
+        state, absent = read_bql_queue(root, ifname, index, problems)
+        if absent and n == 0:
+            return (), problems
+        if state is not None:
+            out.append(state)
     return tuple(out), problems
+
+
+def read_bql_queue(root: SysRoot, ifname: str, index: int,
+                   problems: list[Problem]) -> tuple[BqlState | None, bool]:
+    """(BqlState of tx queue `index` or None, True when it has no byte_queue_limits
+    directory: the device has no BQL, or the queue went away since the listing)."""
+    qdir = f"sys/class/net/{ifname}/queues/tx-{index}/byte_queue_limits/"
+    values: dict[str, str] = {}
+    for name in FIELDS:
+        try:
+            values[name] = root.read_line(qdir + name)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT and not values and not root.exists(qdir):
+                return None, True
+            problems.append(from_oserror("/" + qdir + name, exc))
+            return None, False
+    try:
+        return parse_bql(index, values), False
+    except ValueError as exc:
+        problems.append(malformed("/" + qdir, f"{values} ({exc})"))
+        return None, False

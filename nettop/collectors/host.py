@@ -13,10 +13,9 @@ import os
 import platform
 import re
 import time
-from typing import Iterable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 from nettop.collectors import (
-    bql,
     consistency,
     cpus,
     cpustat,
@@ -27,17 +26,17 @@ from nettop.collectors import (
     irq_affinity,
     nic_settings,
     qdiscs,
-    queue_config,
     queue_counters,
     queue_irqs,
     softirqs,
     softnet,
 )
 from nettop.collectors.host_tuning import TuningReader
+from nettop.collectors.settings_rotation import ROTATION_S, SettingsRotation
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.model.problems import Problem, from_oserror, malformed
-from nettop.model.snapshot import DeviceConfig, LinkStats, Snapshot
+from nettop.model.snapshot import BqlState, DeviceConfig, LinkStats, QueueConfig, Snapshot
 from nettop.kernel.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
@@ -54,13 +53,25 @@ class HostReader:
 
     def __init__(self, root: SysRoot = LIVE, ifnames: Iterable[str] | None = None,
                  prober: Prober | None = None, follow_irqs: Iterable[int] = (),
-                 probes: EbpfProbes | None = None) -> None:
+                 probes: EbpfProbes | None = None, on_screen: Iterable[str] | None = None,
+                 settings_period_s: float = ROTATION_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
+        self.clock = clock  # monotonic; a benchmark steps its own to stand for ticks at an interval
         self.probes = probes
         # IRQs followed besides the NICs' (counts and affinity), e.g. one a user watches
         self.follow_irqs = frozenset(follow_irqs)
         self.prober = prober
         self.only = set(ifnames) if ifnames else None
+        # interfaces whose queue settings are read every tick (the rest in rotation,
+        # settings_rotation.py); the consumer may change it between ticks. By default
+        # the interfaces asked for by name, none when all are read.
+        self.on_screen: frozenset[str] = frozenset(on_screen if on_screen is not None else ifnames or ())
+        self._settings = SettingsRotation(root, settings_period_s)
+        self.settings_files = 0  # settings files the last tick read (a benchmark's figure)
+        # asked at the start of every tick for (interfaces, IRQs) nettop has changed since
+        # the last: the pipeline's watch on the tuning journal (nettop/pipeline/notices.py)
+        self.settings_notices: Callable[[], tuple[Iterable[str], Iterable[int]]] | None = None
         self._net_irqs: set[int] = set()
         self._name_is_net: dict[tuple[int, str], bool] = {}
         self._interrupts = interrupts.InterruptReader()
@@ -107,11 +118,16 @@ class HostReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def settings_changed(self, ifnames: Iterable[str] = (), irqs: Iterable[int] = ()) -> None:
+        """Re-read these interfaces' queue settings and these IRQs' affinity on the next
+        tick, on screen or not: nettop has just changed them. Any thread may call it."""
+        self._settings.notice(ifnames, irqs)
+
     # --- one read ----------------------------------------------------------------------
 
     def read(self) -> Snapshot:
         t_cpu = time.thread_time()
-        t_mono = time.monotonic()
+        t_mono = self.clock()
         t_wall = time.time()
         problems: list[Problem] = []
 
@@ -121,6 +137,8 @@ class HostReader:
             return value
 
         root = self.root
+        if self.settings_notices is not None:
+            self._settings.notice(*self.settings_notices())
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
         online = take(cpus.read_online_cpus(root))
         link_map = take(interfaces.read_links(root, self._rtnl))
@@ -158,14 +176,25 @@ class HostReader:
         qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
         if not root.live:
             qstats = {**qstats, **queue_counters.saved_ethtool_stats(root, nics)}
-        devices = {n: self._device_config(link_map[n], problems) for n in nics}
+        screen = self.on_screen
+        screen_irqs = set(self.follow_irqs)
+        for n, m in qmaps.items():
+            if n in screen:
+                screen_irqs.update(i for q in m.queues for i in q.irqs)
+                screen_irqs.update(m.other_irqs)
+        settings = self._settings.read(
+            t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__, screen_irqs,
+            mapped | self.follow_irqs,
+            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None))
+        problems.extend(settings.problems)
+        self.settings_files = settings.files
+        devices = {n: self._device_config(link_map[n], settings.queues[n], settings.bql[n], problems)
+                   for n in nics}
         if root.live:
             qd = take(qdiscs.read_qdiscs(root, self._rtnl, {i: n for i, n in index_names.items() if n in link_map}))
         else:  # a captured host's saved `tc -s qdisc show` (its ifindexes may be unknown)
             qd = qdiscs.qdiscs_from_saved_tc(root, set(link_map))
-        aff = take(irq_affinity.read_irq_affinity(
-            root, sorted(mapped | self.follow_irqs),
-            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None)))
+        aff = dict(settings.affinity)
         hc = take(host_config.read_host_config(root, self._irqbalance))
         uptime = take(read_uptime(root))
         tuning = take(self._tuning.read(names))
@@ -208,7 +237,8 @@ class HostReader:
             hit = self._name_is_net[key] = bool(_NET_IRQ_NAME.search(name))
         return hit
 
-    def _device_config(self, link: LinkStats, problems: list[Problem]) -> DeviceConfig:
+    def _device_config(self, link: LinkStats, qc: tuple[QueueConfig, ...], bq: tuple[BqlState, ...],
+                       problems: list[Problem]) -> DeviceConfig:
         name = link.name
         key = (name, link.ifindex)
         info = self._static.get(key)
@@ -216,10 +246,6 @@ class HostReader:
             info, probs = device_info.read_device_info(self.root, name)
             problems.extend(probs)
             self._static[key] = info
-        qc, p1 = queue_config.read_queue_config(self.root, name)
-        bq, p2 = bql.read_bql(self.root, name)
-        problems.extend(p1)
-        problems.extend(p2)
         coalesce = rings = channels = None
         if self._ethtool is not None:
             coalesce, rings, channels, p3 = nic_settings.read_nic_settings(self._ethtool, name)

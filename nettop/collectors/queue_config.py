@@ -60,6 +60,15 @@ def read_queue_config(
 ) -> tuple[tuple[QueueConfig, ...], list[Problem]]:
     """RPS/RFS settings of every rx queue and XPS settings of every tx queue."""
     queues, problems = list_queues(root, ifname)
+    return read_queues(root, ifname, queues, problems)
+
+
+def read_queues(
+    root: SysRoot, ifname: str, queues: list[tuple[str, int]], problems: list[Problem] | None = None,
+) -> tuple[tuple[QueueConfig, ...], list[Problem]]:
+    """The settings of the named queues of `ifname` only (the settings rotation reads a
+    few each tick), failures summarized per file as in `read_queue_config`."""
+    problems = [] if problems is None else problems
     failed: _Failures = {}
     out = []
     base = f"sys/class/net/{ifname}/queues/"

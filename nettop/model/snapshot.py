@@ -198,6 +198,7 @@ class BqlState:
     limit_max: int
     limit_min: int
     inflight: int
+    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: not said
 
 
 # --- configuration read-back ----------------------------------------------------------
@@ -212,6 +213,7 @@ class IrqAffinity:
     node: int | None = None  # /proc/irq/N/node
     # True: the kernel refuses user affinity (managed or per-CPU IRQ); None: not known
     managed: bool | None = None
+    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: not said
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +224,7 @@ class QueueConfig:
     rps_flow_cnt: int | None = None
     xps_cpus: str | None = None
     xps_rxqs: str | None = None
+    read_at: float | None = None  # t_mono of the tick that read it (settings rotation); None: not said
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,3 +310,11 @@ class Snapshot:
     # Seconds since boot from /proc/uptime at this read (what a captured tree's totals
     # accumulated over); None when the file was not read, and in older recordings.
     uptime_s: float | None = None
+
+
+def setting_age(t_mono: float, read_at: float | None) -> float:
+    """Seconds between the tick that read a setting (`read_at` of a QueueConfig, BqlState
+    or IrqAffinity) and a snapshot's tick: 0 for this tick, and for a source that does not
+    say (a recording made before settings were read in rotation, a captured tree)."""
+    return 0.0 if read_at is None else max(0.0, t_mono - read_at)
+

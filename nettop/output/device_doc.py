@@ -12,7 +12,7 @@ from typing import Any
 
 from nettop.collectors.cpus import format_cpu_list
 from nettop.model.rates import QdiscRates, Rates
-from nettop.model.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot
+from nettop.model.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot, setting_age
 
 
 def rounded(x: float | None, nd: int = 3) -> float | None:
@@ -62,8 +62,10 @@ def queue_docs(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
     if not rows:  # no map: still show the queues sysfs knows
         rows = [QueueIrqs(k, i) for (k, i) in sorted(cfg)]
     out = []
+    now = cur.t_mono
     for q in rows:
         kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
+        read_at: list[float | None] = [a.read_at for i in q.irqs if (a := cur.irq_affinity.get(i))]
         irq_rates = [rates.irqs.get(i) for i in q.irqs]
         per_s = [r.per_s for r in irq_rates if r is not None and r.per_s is not None]
         aff = [cur.irq_affinity.get(i) for i in q.irqs]
@@ -86,14 +88,19 @@ def queue_docs(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
             row[f"{k}_packets_per_s"] = rounded(qr.packets_per_s) if qr else None
             row[f"{k}_bytes_per_s"] = rounded(qr.bytes_per_s) if qr else None
             c = cfg.get((k, q.index))
+            read_at.append(c.read_at if c else None)
             if k == "rx":
                 row["rps_cpus"] = c.rps_cpus if c else None
                 row["rps_flow_cnt"] = c.rps_flow_cnt if c else None
             else:
                 row["xps_cpus"] = c.xps_cpus if c else None
                 b = bql.get(q.index)
+                read_at.append(b.read_at if b else None)
                 row["bql"] = ({"limit": b.limit, "limit_max": b.limit_max, "limit_min": b.limit_min,
                                "inflight": b.inflight} if b else None)
+        # the oldest of the row's settings: 0 when all were read this tick (settings off
+        # screen are read in rotation, nettop/collectors/settings_rotation.py)
+        row["settings_age_s"] = rounded(max((setting_age(now, t) for t in read_at), default=0.0))
         out.append(row)
     return out
 

@@ -107,6 +107,7 @@ class LivePipeline:
         self._routes: tuple[int, ...] = ()
         self._routes_t: float | None = None
         self._session: SessionPath | None = None
+        self._on_screen: frozenset[str] | None = None  # the consumer's, once it has said
 
     @property
     def doctor_config(self) -> DoctorConfig:
@@ -183,9 +184,31 @@ class LivePipeline:
             self._reader = off_loop(lambda: HostReader(self.root, self.ifnames, prober=self.prober))
         else:
             self._reader = self._given_reader
+        self._watch_settings()
         sampler = self._sampler = Sampler(self._reader, self._interval, self._on_sample, self._on_error)
         sampler.paused = self._paused
         sampler.start()
+
+    def show_settings(self, ifnames: Iterable[str]) -> None:
+        """The interfaces on screen: their queue settings and IRQ affinities are read every
+        tick, the others' in rotation (nettop/collectors/settings_rotation.py). Any thread."""
+        self._on_screen = frozenset(ifnames)
+        self._watch_settings()
+
+    def _watch_settings(self) -> None:
+        """Hand our HostReader the consumer's on-screen interfaces and, live, a watch on
+        the tuning journal, so a change nettop makes is read on the next tick."""
+        from nettop.collectors.host import HostReader
+
+        reader = self._reader if self._reader is not None else self._given_reader
+        if not isinstance(reader, HostReader):
+            return
+        if self._on_screen is not None:
+            reader.on_screen = self._on_screen
+        if reader.root.live and reader.settings_notices is None:
+            from nettop.pipeline.notices import JournalWatch
+
+            reader.settings_notices = JournalWatch().poll
 
     def _show_capture(self) -> bool:
         """One capture's since-boot averages, or two captures' rates, as the timeline's two

@@ -88,6 +88,23 @@ _SNAPSHOT_REQUIRED = _FIELDS[S.Snapshot].index("tuning")  # fields before the tr
 _GETTERS[S.Snapshot] = _snapshot_fields
 
 
+def _read_at_dropped(cls: type) -> Callable[[Any], tuple]:
+    """The fields of a setting (QueueConfig, BqlState, IrqAffinity) with a trailing
+    `read_at` left out while None (a recording made before the settings rotation, a
+    captured tree), so such snapshots encode exactly as before it was added."""
+    every = _GETTERS[cls]
+    assert _FIELDS[cls][-1] == "read_at"
+
+    def fields(obj: Any) -> tuple:
+        values = every(obj)
+        return values[:-1] if values[-1] is None else values
+    return fields
+
+
+for _cls in (S.QueueConfig, S.BqlState, S.IrqAffinity):
+    _GETTERS[_cls] = _read_at_dropped(_cls)
+
+
 class CodecError(ValueError):
     """A row that cannot be turned back into a snapshot (corrupt or foreign)."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from nettop.record.series import open_recording
 from nettop.model.timeline import Event, Point, Timeline
@@ -129,6 +129,9 @@ class ReplaySource:
 
     def route_ifindexes(self) -> tuple[int, ...]:
         return ()  # the recording does not hold the routes: the summary's own order applies
+
+    def show_settings(self, ifnames: Iterable[str]) -> None:
+        return None  # nothing is read: the settings are what the source holds
 
     def session(self) -> None:
         return None  # a recording is reviewed, not tuned: no session path to protect

@@ -60,6 +60,7 @@ class DrawingMixin(_AppBase):
     _latency_events: int
     _latency_t: float | None
     _summary_chart: tuple[tuple, float] | None  # (what is plotted, when) on the summary's chart
+    _settings_shown: list[str] | None  # the interfaces last told to the source as on screen
 
     # hooks: doctor_panel.DoctorMixin, which the app mixes in, draws the findings panel
     # and counts the findings for the header (as TuningMixin.experiment_disabled)
@@ -91,6 +92,9 @@ class DrawingMixin(_AppBase):
 
     def _draw(self, point: Point) -> None:
         names = self.shown(point)
+        if names != self._settings_shown:  # their queue settings are read every tick, the rest in rotation
+            self._settings_shown = names
+            self.source.show_settings(names)
         # first: the header counts the findings and the summary leads with the worst
         self._draw_doctor(point)
         self._draw_header(point)
@@ -242,7 +246,7 @@ class DrawingMixin(_AppBase):
         table = self.query_one(QueueTable)
         rows = model.queue_rows(point, names)
         rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
-        table.widen("queue", label_width((r.label for r in rows), 10))
+        table.widen("queue", label_width((r.shown_label for r in rows), 10))
         hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
         table.sync([(r.key, QueueTable.cells(r, fmt.sparkline(hist.get(r.key, []), TREND_WIDTH)))
                     for r in rows])
@@ -317,7 +321,7 @@ class DrawingMixin(_AppBase):
         qt.sync([(r.key, QdiscTable.cells(r)) for r in rows])
         brows = model.bql_rows(point.snapshot, names)
         bt = self.query_one(BqlTable)
-        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}" for r in brows), 14))
+        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14))
         bt.sync([(r.key, BqlTable.cells(r)) for r in brows])
 
     def _draw_latency(self, point: Point) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Sequence
 
 from nettop.model.rates import Rates
-from nettop.model.snapshot import Snapshot
+from nettop.model.snapshot import Snapshot, setting_age
 from nettop.output.device_doc import qdisc_doc, queue_docs
 from nettop.model.history import ChartHistory
 from nettop.model.timeline import Event, Point, Timeline
@@ -36,10 +36,16 @@ class QueueRow:
     rps: str | None
     xps: str | None
     managed: bool  # kernel-managed IRQ: its affinity cannot be moved
+    settings_age: float = 0.0  # seconds since its oldest setting was read; 0: this tick
 
     @property
     def label(self) -> str:
         return f"{self.ifname} {self.kind}-{self.index}"
+
+    @property
+    def shown_label(self) -> str:
+        """The label, with how old its settings are when they are not from this tick."""
+        return self.label + stale_mark(self.settings_age)
 
     @property
     def activity(self) -> float | None:
@@ -85,6 +91,15 @@ class BqlRow:
     limit: int
     inflight: int
     limit_max: int
+    age: float = 0.0  # seconds since it was read; 0: this tick
+
+
+def stale_mark(age: float) -> str:
+    """" ~7s" after a setting read 7 s before the sample shown (off screen settings are
+    read in rotation); "" for one read in this sample."""
+    if age <= 0.0:
+        return ""
+    return f" ~{age:.0f}s" if age >= 1.0 else f" ~{age:.1f}s"
 
 
 def shown_interfaces(snap: Snapshot, picked: frozenset[str] | None) -> list[str]:
@@ -123,6 +138,7 @@ def queue_rows(point: Point, ifnames: Sequence[str]) -> list[QueueRow]:
                 rps=q.get("rps_cpus"),
                 xps=q.get("xps_cpus"),
                 managed=any(_is_managed(snap.irq_affinity.get(i)) for i in irqs),
+                settings_age=q["settings_age_s"] or 0.0,
             ))
     return rows
 
@@ -160,7 +176,8 @@ def bql_rows(snap: Snapshot, ifnames: Sequence[str]) -> list[BqlRow]:
     for name in ifnames:
         dev = snap.devices.get(name)
         for b in (dev.bql if dev else ()):
-            rows.append(BqlRow(f"{name}/tx-{b.queue}", name, b.queue, b.limit, b.inflight, b.limit_max))
+            rows.append(BqlRow(f"{name}/tx-{b.queue}", name, b.queue, b.limit, b.inflight, b.limit_max,
+                               setting_age(snap.t_mono, b.read_at)))
     return rows
 
 

@@ -8,7 +8,7 @@ every screenshot is the same on every machine: no real clock, hostname or CPU %.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from nettop.collectors.session_path import SessionPath
 from nettop.doctor import DoctorConfig
@@ -65,6 +65,9 @@ class ScriptedSource:
 
     def route_ifindexes(self) -> tuple[int, ...]:
         return self.routes
+
+    def show_settings(self, ifnames: Iterable[str]) -> None:
+        return None  # nothing is read: the settings are what the source holds
 
     def session(self) -> SessionPath | None:
         return self.session_path

@@ -18,7 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from nettop.tui import format as fmt
-from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRow
+from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRow, stale_mark
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
 LEVELS = ("warm", "hot", "muted")
@@ -278,7 +278,7 @@ class QueueTable(LiveTable):
         req, eff = fmt.cpu_list(row.affinity), fmt.cpu_list(row.effective)
         cpus = req if req == eff else f"{req}>{eff}"
         return (
-            (row.label, ""),
+            (row.shown_label, "muted" if row.settings_age > 0 else ""),  # settings not from this sample
             (irqs, "muted" if not row.irqs else ""),
             (cpus, "warm" if req != eff and row.affinity is not None else ""),
             (fmt.si(row.irq_per_s) if row.irqs else fmt.DASH, "" if row.irqs else "muted"),
@@ -352,7 +352,7 @@ class BqlTable(LiveTable):
     def cells(row: BqlRow) -> tuple[Cell, ...]:
         full = row.limit > 0 and row.inflight >= row.limit
         return (
-            (f"{row.ifname} tx-{row.queue}", ""),
+            (f"{row.ifname} tx-{row.queue}{stale_mark(row.age)}", "muted" if row.age > 0 else ""),
             (fmt.si(row.limit, "B"), ""),
             (fmt.si(row.inflight, "B"), "warm" if full else ""),
             (fmt.si(row.limit_max, "B"), "muted"),

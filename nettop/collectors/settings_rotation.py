@@ -1,0 +1,229 @@
+"""Queue and IRQ settings read rarely, and honestly: every tick on screen, in rotation off it.
+
+RPS/XPS masks, RFS flow counts, BQL limits and IRQ affinities change when someone tunes
+the host, not from one second to the next, yet a 64-queue NIC has 512 such files and
+reading all of them every tick was most of the sampler's opens on a big host. So:
+
+- the interfaces on screen (the ones the consumer asks for: the live view's shown
+  interfaces, `record`/`serve`'s --iface list) and the IRQs of their queues are read
+  every tick, as are the IRQs a user follows;
+- everything else is read in rotation, oldest first, a budget of files per tick sized so
+  that every setting is re-read at least every `period_s` seconds (ROTATION_S);
+- a queue or IRQ seen for the first time (a new interface, `ethtool -L`, a NIC reset) is
+  read at once, and so is anything `notice` names: the pipeline calls it when nettop's
+  own journal says a change was made, so nettop's changes show on the next tick.
+
+Each value keeps the monotonic time of the tick that read it (`read_at`, equal to the
+snapshot's `t_mono` when read this tick), so the screen and the JSON can say how old a
+setting is when it is not from this tick. Queue listings
+(one listdir per interface) are still taken every tick: a queue that appears or goes is
+a change in itself. Not thread-safe except `notice`, which any thread may call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Generic, Iterable, Mapping, TypeVar
+
+from nettop.collectors.bql import FIELDS as BQL_FILES, read_bql_queue
+from nettop.collectors.irq_affinity import read_irq_affinity
+from nettop.collectors.queue_config import list_queues, read_queues
+from nettop.model.problems import Problem
+from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
+from nettop.kernel.sysroot import SysRoot
+
+ROTATION_S = 10.0  # every setting off screen is re-read at least this often
+QUEUE_FILES = 2  # rps_cpus + rps_flow_cnt, or xps_cpus + xps_rxqs
+IRQ_FILES = 4  # smp_affinity_list, effective_affinity_list, affinity_hint, node
+
+V = TypeVar("V", QueueConfig, BqlState, IrqAffinity)
+
+# what one rotation item is: ("q", ifname, ifindex, kind, index) or ("irq", n)
+Key = tuple
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsRead:
+    """One tick's settings: fresh or carried over, each with its `read_at`."""
+
+    queues: Mapping[str, tuple[QueueConfig, ...]]
+    bql: Mapping[str, tuple[BqlState, ...]]
+    affinity: Mapping[int, IrqAffinity]
+    problems: list[Problem]
+    files: int  # settings files this tick read (listings not counted)
+
+
+class _Entry(Generic[V]):
+    """A value stamped with the tick that read it (`read_at`), and that time."""
+
+    __slots__ = ("value", "t")
+
+    def __init__(self, value: V, t: float) -> None:
+        self.value: V = dataclasses.replace(value, read_at=t)
+        self.t = t
+
+    def as_of(self, t: float) -> V:
+        # always stamped, also when read this tick: a recording's samples then keep one
+        # shape from tick to tick (a changed shape starts a new chain, record/store.py)
+        return self.value
+
+
+class _Iface:
+    __slots__ = ("cfg", "bql", "has_bql", "problems")
+
+    def __init__(self) -> None:
+        self.cfg: dict[tuple[str, int], _Entry[QueueConfig]] = {}
+        self.bql: dict[int, _Entry[BqlState]] = {}
+        self.has_bql: bool | None = None  # None: not known yet
+        self.problems: list[Problem] = []  # of the last read of this interface's queues
+
+
+class SettingsRotation:
+    def __init__(self, root: SysRoot, period_s: float = ROTATION_S) -> None:
+        self.root = root
+        self.period_s = period_s
+        self._ifaces: dict[tuple[str, int], _Iface] = {}
+        self._aff: dict[int, _Entry] = {}
+        self._aff_problems: dict[int, list[Problem]] = {}
+        self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
+        self._last_t: float | None = None
+        self._lock = threading.Lock()
+        self._noticed_ifs: set[str] = set()
+        self._noticed_irqs: set[int] = set()
+
+    def notice(self, ifnames: Iterable[str] = (), irqs: Iterable[int] = ()) -> None:
+        """Read these interfaces' queue settings and these IRQs' affinity on the next tick
+        whether on screen or not (nettop changed them). Any thread."""
+        with self._lock:
+            self._noticed_ifs.update(ifnames)
+            self._noticed_irqs.update(irqs)
+
+    def read(self, t: float, links: Mapping[str, int], on_screen: Callable[[str], bool],
+             screen_irqs: Iterable[int], irqs: Iterable[int],
+             managed: Callable[[int], bool | None] | None = None) -> SettingsRead:
+        """The settings of `links` (name -> ifindex) and of `irqs` at tick time `t`."""
+        with self._lock:
+            dirty_ifs, self._noticed_ifs = self._noticed_ifs, set()
+            dirty_irqs, self._noticed_irqs = self._noticed_irqs, set()
+        dt = (t - self._last_t) if self._last_t is not None and t > self._last_t else self.period_s
+        self._last_t = t
+        root = self.root
+        problems: list[Problem] = []
+
+        # what exists this tick, and what must be read now
+        listing: dict[str, list[tuple[str, int]]] = {}
+        now: dict[str, list[tuple[str, int]]] = {}
+        present: dict[Key, int] = {}  # rotating item -> its cost in files
+        if self._ifaces.keys() - {(n, i) for n, i in links.items()}:
+            self._ifaces = {k: v for k, v in self._ifaces.items() if links.get(k[0]) == k[1]}
+        for name, ifindex in links.items():
+            queues, probs = list_queues(root, name)
+            problems.extend(probs)
+            listing[name] = queues
+            st = self._ifaces.setdefault((name, ifindex), _Iface())
+            if on_screen(name) or name in dirty_ifs:
+                now[name] = list(queues)
+                continue
+            due = now[name] = [q for q in queues if q not in st.cfg]
+            tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
+            for q in queues:
+                if q not in due:
+                    present[("q", name, ifindex, q[0], q[1])] = QUEUE_FILES if q[0] == "rx" else tx_cost
+        wanted = set(irqs)
+        screen = set(screen_irqs) & wanted | (dirty_irqs & wanted)
+        irq_now = {i for i in wanted if i in screen or i not in self._aff}
+        for i in wanted - irq_now:
+            present[("irq", i)] = IRQ_FILES
+
+        # the rotation: oldest first, a share of the whole per tick, plus anything that
+        # would pass the period before the next tick
+        budget = math.ceil(sum(present.values()) * min(dt, self.period_s) / self.period_s)
+        spent = 0
+        order = self._order
+        for key in list(order):
+            if not present:
+                break
+            read_at = order[key]
+            if key not in present:
+                if key[0] == "irq" and key[1] not in wanted or \
+                        key[0] == "q" and (key[1], key[2]) not in self._ifaces:
+                    del order[key]  # gone
+                continue
+            if spent >= budget and t - read_at + dt <= self.period_s:
+                break
+            spent += present.pop(key)
+            if key[0] == "irq":
+                irq_now.add(key[1])
+            else:
+                now.setdefault(key[1], []).append((key[3], key[4]))
+
+        files = 0
+        for name, due in now.items():
+            if due:
+                files += self._read_queues(t, name, links[name], due, listing[name])
+        if irq_now:
+            got, probs = read_irq_affinity(root, sorted(irq_now), managed)
+            files += IRQ_FILES * len(irq_now)
+            for i in irq_now:
+                order.pop(("irq", i), None)
+                a = got.get(i)
+                if a is None:
+                    self._aff.pop(i, None)
+                    continue
+                self._aff[i] = _Entry(a, t)
+                self._aff_problems[i] = [p for p in probs if f"/irq/{i}/" in p.source]
+                order[("irq", i)] = t
+        for i in list(self._aff):
+            if i not in wanted:
+                del self._aff[i]
+                self._aff_problems.pop(i, None)
+
+        queues_out: dict[str, tuple[QueueConfig, ...]] = {}
+        bql_out: dict[str, tuple[BqlState, ...]] = {}
+        for name, ifindex in links.items():
+            st = self._ifaces[(name, ifindex)]
+            problems.extend(st.problems)
+            listed = listing[name]
+            queues_out[name] = tuple(st.cfg[q].as_of(t) for q in listed if q in st.cfg)
+            bql_out[name] = tuple(st.bql[i].as_of(t) for k, i in listed if k == "tx" and i in st.bql) \
+                if st.has_bql else ()
+        for i in sorted(wanted):
+            problems.extend(self._aff_problems.get(i, ()))
+        return SettingsRead(queues_out, bql_out, {i: self._aff[i].as_of(t) for i in sorted(wanted) if i in self._aff},
+                            problems, files)
+
+    def _read_queues(self, t: float, name: str, ifindex: int, due: list[tuple[str, int]],
+                     listed: list[tuple[str, int]]) -> int:
+        """Read `due` queues of one interface into its state; returns the files read."""
+        st = self._ifaces[(name, ifindex)]
+        probs: list[Problem] = []
+        cfgs, _ = read_queues(self.root, name, due, probs)
+        files = QUEUE_FILES * len(due)
+        keep = set(listed)
+        if len(st.cfg) > len(keep):
+            st.cfg = {q: c for q, c in st.cfg.items() if q in keep}
+            st.bql = {i: b for i, b in st.bql.items() if ("tx", i) in keep}
+        for c in cfgs:
+            st.cfg[(c.kind, c.index)] = _Entry(c, t)
+            self._order.pop(("q", name, ifindex, c.kind, c.index), None)
+            self._order[("q", name, ifindex, c.kind, c.index)] = t
+        first_tx = next((i for k, i in listed if k == "tx"), None)
+        for kind, index in due:
+            if kind != "tx" or (st.has_bql is False and index != first_tx):
+                continue
+            state, absent = read_bql_queue(self.root, name, index, probs)
+            files += 1 if absent else len(BQL_FILES)
+            if absent and index == first_tx:
+                st.has_bql, st.bql = False, {}
+            elif state is not None:
+                st.has_bql = True
+                st.bql[index] = _Entry(state, t)
+        st.problems = probs
+        return files
+
+
+__all__ = ["IRQ_FILES", "QUEUE_FILES", "ROTATION_S", "SettingsRead", "SettingsRotation"]

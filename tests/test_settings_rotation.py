@@ -1,0 +1,207 @@
+"""Queue and IRQ settings: every tick on screen, in rotation off it, at once after nettop's
+own changes, and never older than the snapshot says (nettop/collectors/settings_rotation.py).
+
+The generated tree gives exact file counts with a stepped clock; the lab veth shows that
+changes made by other tools (`tee` into sysfs, `ethtool -L`, `ip link set`) and by
+nettop's actions reach the snapshot within the stated time on the real kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from lab import run
+
+from nettop.actions import Change, Journal, Tuner
+from nettop.actions.rps_xps import RpsCpus
+from nettop.collectors.host import HostReader
+from nettop.kernel.sysroot import LIVE, SysRoot
+from nettop.model.snapshot import Snapshot, setting_age
+from nettop.pipeline import LivePipeline
+from nettop.pipeline.notices import JournalWatch
+from treegen import generate_tree
+
+QUEUES = 64
+
+
+class Clock:
+    """Monotonic time that moves one `step` per tick."""
+
+    def __init__(self, step: float = 1.0) -> None:
+        self.t, self.step = 1000.0, step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def settings_opens(reader: HostReader) -> tuple[Snapshot, int]:
+    """One tick, and how many queue-setting and IRQ-affinity files it opened."""
+    opened: list[str] = []
+    real = os.open
+
+    def counting(path, flags, *a, **kw):  # type: ignore[no-untyped-def]
+        opened.append(str(path))
+        return real(path, flags, *a, **kw)
+
+    os.open = counting  # type: ignore[assignment]
+    try:
+        snap = reader.read()
+    finally:
+        os.open = real  # type: ignore[assignment]
+    return snap, sum(1 for p in opened if "/queues/" in p or "/proc/irq/" in p)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return generate_tree(tmp_path_factory.mktemp("rot") / "host256", cpus=256, irqs=300, queues=QUEUES)
+
+
+def all_read_at(snap: Snapshot) -> list[float | None]:
+    dev = snap.devices["eth0"]
+    return [q.read_at for q in dev.queues] + [b.read_at for b in dev.bql] + \
+        [a.read_at for a in snap.irq_affinity.values()]
+
+
+def test_off_screen_settings_cost_a_tenth_per_tick_and_all_are_reread_within_the_period(tree):
+    with HostReader(SysRoot(str(tree)), clock=Clock()) as reader:
+        first, everything = settings_opens(reader)
+        # 64 rx queues x 2 files, 64 tx queues x (2 + 4 BQL), 64 queue IRQs x 4 (and the
+        # tree's one mapped IRQ without a /proc/irq directory: one failed open)
+        assert everything == QUEUES * 2 + QUEUES * 6 + QUEUES * 4 + 1
+        counts = []
+        for _ in range(20):
+            snap, n = settings_opens(reader)
+            counts.append(n)
+            # nothing is older than the period, and the snapshot says how old each is
+            ages = [setting_age(snap.t_mono, t) for t in all_read_at(snap)]
+            assert len(ages) == QUEUES * 4 and max(ages) <= 10.0
+            # each says the tick that read it: a few this one, the rest earlier ones
+            fresh = sum(1 for t in all_read_at(snap) if t == snap.t_mono)
+            assert 0 < fresh < QUEUES and None not in all_read_at(snap)
+        # a tenth of the files per tick (10 s period at 1 s), give or take one item
+        assert max(counts) <= everything / 10 + 6, counts
+        assert sum(counts[10:]) <= everything + 60, counts
+        assert len(snap.devices["eth0"].queues) == 2 * QUEUES and len(snap.devices["eth0"].bql) == QUEUES
+
+
+def test_on_screen_interface_is_read_whole_every_tick(tree):
+    with HostReader(SysRoot(str(tree)), on_screen=["eth0"], clock=Clock()) as reader:
+        _, everything = settings_opens(reader)
+        for _ in range(3):
+            snap, n = settings_opens(reader)
+            assert n == everything == QUEUES * 12 + 1
+            assert set(all_read_at(snap)) == {snap.t_mono}  # all from this tick
+
+
+def test_a_change_off_screen_shows_within_the_period_and_is_never_claimed_fresh(tree, tmp_path):
+    path = tree / "sys/class/net/eth0/queues/rx-5/rps_cpus"
+    old = path.read_text()
+    clock = Clock()
+    try:
+        with HostReader(SysRoot(str(tree)), clock=clock) as reader:
+            for _ in range(5):
+                reader.read()
+            path.write_text("0000000f\n")
+            changed = clock.t
+            for tick in range(1, 12):
+                snap = reader.read()
+                q = next(q for q in snap.devices["eth0"].queues if (q.kind, q.index) == ("rx", 5))
+                read = snap.t_mono - setting_age(snap.t_mono, q.read_at)
+                if q.rps_cpus == "0000000f":
+                    assert read > changed
+                    break
+                assert read <= changed  # the old value says it is older
+            assert tick <= 10, "not re-read within the 10 s period"
+            # nettop says it changed rx-5: read on the next tick
+            path.write_text("000000ff\n")
+            reader.settings_changed(ifnames=["eth0"])
+            q = next(q for q in reader.read().devices["eth0"].queues if (q.kind, q.index) == ("rx", 5))
+            assert q.rps_cpus == "000000ff"
+    finally:
+        path.write_text(old)
+
+
+# --- the real kernel --------------------------------------------------------------------
+
+
+def _rps(snap: Snapshot, ifname: str, index: int) -> tuple[str | None, float]:
+    q = next(q for q in snap.devices[ifname].queues if (q.kind, q.index) == ("rx", index))
+    return q.rps_cpus, setting_age(snap.t_mono, q.read_at)
+
+
+def _tee(path: str, text: str) -> None:
+    run(["tee", path], input=text)  # as `echo 3 > path` in a shell
+
+
+def test_other_tools_changes_show_next_tick_on_screen_and_within_the_period_off_it(veth_lab):
+    ifname = veth_lab.host_if
+    period = 2.0
+    with HostReader(LIVE, [ifname], settings_period_s=period) as on, \
+            HostReader(LIVE, [ifname], on_screen=(), settings_period_s=period) as off:
+        for _ in range(3):
+            on.read(), off.read()
+            time.sleep(0.1)
+        _tee(f"/sys/class/net/{ifname}/queues/rx-1/rps_cpus", "3\n")
+        run(["ip", "link", "set", ifname, "txqueuelen", "1234"])
+        t_change = time.monotonic()
+        snap = on.read()
+        assert _rps(snap, ifname, 1) == ("3", 0.0)
+        assert snap.links[ifname].txqueuelen == 1234
+        assert off.read().links[ifname].txqueuelen == 1234  # the link dump: every tick
+        seen = None
+        while time.monotonic() - t_change < period + 1.0:
+            snap = off.read()
+            mask, age = _rps(snap, ifname, 1)
+            if mask == "3":
+                seen = time.monotonic() - t_change
+                break
+            assert snap.t_mono - age <= t_change  # an old value is never claimed to be newer
+            time.sleep(0.1)
+        assert seen is not None and seen <= period + 0.5, seen
+        # channels changed by ethtool: queues that appear are read at once, on screen or not
+        run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])
+        for reader in (on, off):
+            qs = reader.read().devices[ifname].queues
+            assert [(q.kind, q.index) for q in qs] == [("rx", 0), ("rx", 1), ("tx", 0), ("tx", 1)]
+        run(["ethtool", "-L", ifname, "rx", "4", "tx", "4"])
+        for reader in (on, off):
+            qs = reader.read().devices[ifname].queues
+            assert len(qs) == 8 and all(q.rps_cpus == "0" for q in qs if q.kind == "rx" and q.index >= 2)
+
+
+def test_a_change_through_nettops_actions_shows_on_the_next_tick_off_screen(veth_lab, tmp_path, monkeypatch):
+    monkeypatch.setenv("NETTOP_STATE_DIR", str(tmp_path))
+    ifname = veth_lab.host_if
+    tuner = Tuner(Journal(), read_only=None)  # the default journal, as the live view's
+    with HostReader(LIVE, [ifname], on_screen=(), settings_period_s=3600.0) as reader:
+        pipeline = LivePipeline(reader=reader, doctor=False)
+        pipeline.show_settings([])  # the consumer shows nothing: all in rotation, and the journal watched
+        assert isinstance(reader.settings_notices.__self__, JournalWatch)  # type: ignore[union-attr]
+        for _ in range(3):
+            reader.read()
+        try:
+            tuner.apply(tuner.plan([Change(RpsCpus(ifname, 2), "1")]))
+            assert _rps(reader.read(), ifname, 2) == ("2", 0.0)
+            tuner.undo()
+            assert _rps(reader.read(), ifname, 2) == ("0", 0.0)
+        finally:
+            tuner.revert_all()
+
+
+def test_journal_watch_names_what_each_new_line_changes(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    path.write_text('{"op":"begin","id":1,"setting":{"kind":"rps_cpus","params":{"ifname":"old0","queue":0}}}\n')
+    watch = JournalWatch(str(path))
+    assert watch.poll() == (set(), set())  # what was there before is not news
+    with path.open("a") as f:
+        f.write('{"op":"begin","id":2,"setting":{"kind":"irq_affinity","params":{"irq":42}}}\n'
+                '{"op":"begin","id":3,"setting":{"kind":"rps_cpus","params":{"ifname":"eth7","queue":1}}}\n'
+                '{"op":"end","id":2}\n{"op":"begin","id":4,"setting":{"kind":"rps')
+    assert watch.poll() == ({"eth7"}, {42})
+    with path.open("a") as f:
+        f.write('_cpus","params":{"ifname":"eth9","queue":1}}}\nnot json\n{"op":"end","id":3}\n')
+    assert watch.poll() == ({"eth9", "eth7"}, set())
+    assert watch.poll() == (set(), set())
