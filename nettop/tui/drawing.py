@@ -199,6 +199,7 @@ class DrawingMixin(_AppBase):
             qdiscs=model.qdisc_summaries(point, busy), probing=self.source.prober is not None,
             findings=[(f.severity.label, f"{f.subject}: {f.title}") for f in sorted(
                 getattr(self, "_doctor_shown", []), key=lambda f: -f.severity.value)],
+            cpu_nodes=self.source.cpu_nodes,
         )
         box = self.query_one("#summary")
         width, height = box.size
@@ -254,7 +255,7 @@ class DrawingMixin(_AppBase):
         if table.display == heat:
             table.display, heatmap.display = not heat, heat
         if heat:
-            heatmap.show(rows, caption)
+            heatmap.show(rows, caption, self.source.cpu_nodes)
         else:
             table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
         self.query_one("#cpus", Panel).set_status(caption.split("(", 1)[-1].rstrip(")") if "(" in caption else "")
