@@ -11,6 +11,7 @@ so the drawing can be read, and changed, on its own.
 from __future__ import annotations
 
 import datetime as _dt
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nettop.model.timeline import Point
@@ -39,6 +40,10 @@ TREND_WIDTH = 6
 CHART_LINES_MAX = 4  # interfaces plotted (two lines each); the table above lists them all
 NO_LATENCY = "no latency probe: run with --ping HOST"
 NO_EBPF = "eBPF probes are off: press e to turn them on (root and bcc)"
+
+
+def _queue_cells(row: model.QueueRow, hist: list[float | None]) -> tuple[tuple[str, str], ...]:
+    return QueueTable.cells(row, fmt.sparkline(hist, TREND_WIDTH))
 
 
 class DrawingMixin(_AppBase):
@@ -231,8 +236,7 @@ class DrawingMixin(_AppBase):
         rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
         table.widen("queue", label_width((r.label for r in rows), 10))
         hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
-        table.sync([(r.key, QueueTable.cells(r, fmt.sparkline(hist.get(r.key, []), TREND_WIDTH)))
-                    for r in rows])
+        table.sync_visible([(r.key, partial(_queue_cells, r, hist.get(r.key, []))) for r in rows])
 
     def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
         nodes = {d.numa_node for n in names if (d := point.snapshot.devices.get(n)) and d.numa_node is not None}

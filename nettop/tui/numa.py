@@ -13,6 +13,7 @@ use the summary's roles (heat-N, muted) so the summary and the heatmap read alik
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -76,10 +77,17 @@ def cells_of(rows: Sequence[CpuRow], per: int) -> tuple[tuple[float | None, int]
     return tuple(out)
 
 
-def hottest_first(rows: Sequence[CpuRow]) -> list[CpuRow]:
-    """Online CPUs with a figure, those dropping packets first, then by softirq %."""
-    return sorted((r for r in rows if r.softirq_pct is not None and not r.offline),
-                  key=lambda r: (not r.dropped_per_s, -(r.softirq_pct or 0.0), r.cpu))
+def _heat_order(r: CpuRow) -> tuple[bool, float, int]:
+    return (not r.dropped_per_s, -(r.softirq_pct or 0.0), r.cpu)
+
+
+def hottest_first(rows: Sequence[CpuRow], n: int | None = None) -> list[CpuRow]:
+    """The `n` hottest online CPUs with a figure (all with None), those dropping packets
+    first, then by softirq %; `n` takes them without sorting a thousand rows."""
+    known = [r for r in rows if r.softirq_pct is not None and not r.offline]
+    if n == 1:
+        return [min(known, key=_heat_order)] if known else []
+    return heapq.nsmallest(n, known, key=_heat_order) if n is not None else sorted(known, key=_heat_order)
 
 
 def node_rows(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], cells: int) -> list[NodeRow]:
@@ -91,7 +99,7 @@ def node_rows(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], cells: int) 
     out = []
     for node, group in groups:
         online = [r.softirq_pct for r in group if not r.offline and r.softirq_pct is not None]
-        top = hottest_first(group)
+        top = hottest_first(group, 1)
         out.append(NodeRow(
             node=node, cpus=tuple(r.cpu for r in group), cells=cells_of(group, per), per=per,
             offline=sum(1 for r in group if r.offline),
@@ -110,12 +118,11 @@ Line = tuple[Run, ...]
 OFFLINE_MARK = "×"
 
 
-def _cell(pct: float | None, level: int) -> Run:
+def _cells(cells: Sequence[tuple[float | None, int]]) -> list[Run]:
     from nettop.tui.summary import heat_char  # summary draws its strip with these lines
 
-    if level == OFFLINE_LEVEL:
-        return (OFFLINE_MARK, "muted")
-    return (heat_char(pct), f"heat-{level}")
+    return [(OFFLINE_MARK, "muted") if level == OFFLINE_LEVEL else (heat_char(pct), f"heat-{level}")
+            for pct, level in cells]
 
 
 def _fit(text: str, width: int) -> str:
@@ -126,7 +133,7 @@ def busiest_runs(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: in
     """`lead` then the hottest CPUs with their node ("cpu700 n2 45.0%"), as many as fit."""
     out: list[Run] = [(lead, "muted")]
     used = len(lead)
-    for r in hottest_first(rows)[:8]:
+    for r in hottest_first(rows, 8):
         node = cpu_nodes.get(r.cpu)
         name = f" cpu{r.cpu}" + (f" n{node} " if node is not None else " ")
         figure = f"{fmt.pct(r.softirq_pct)}%"
@@ -158,7 +165,7 @@ def heatmap_lines(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: i
     out: list[Line] = [((_fit(head, width), "muted"),)]
     for n in nodes:
         line: list[Run] = [(labels[n.node].ljust(label_w), "muted"), ("▕", "muted")]
-        line += [_cell(pct, level) for pct, level in n.cells]
+        line += _cells(n.cells)
         line.append(("▏", "muted"))
         if tail_w:
             line.append((f" avg {fmt.pct(n.avg_pct)}%", ""))
@@ -182,7 +189,7 @@ def strip_runs(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: int)
     out: list[Run] = []
     for label, n in zip(labels, nodes):
         out.append((label, "muted"))
-        out += [_cell(pct, level) for pct, level in n.cells]
+        out += _cells(n.cells)
         out.append(("▏", "muted"))
     per = nodes[0].per if nodes else 1
     if per > 1:
