@@ -51,12 +51,13 @@ def test_at_56_columns_the_node_rows_drop_their_tail_but_keep_every_node():
     assert all(len(x) <= 56 for x in lines), lines
     assert [x.split()[0] for x in lines[1:5]] == ["n0", "n1", "n2", "n3"]
     assert "cpu700 n2" in lines[5]
+    assert lines[6] == "offline 1000-1003 (×)"  # no room on the caption's line
 
 
 def test_the_summary_strip_at_80_columns_is_cut_by_node_and_names_the_hottest_with_its_node():
     lines = text(cpu_lines(rows_1024(), 80, two=True, cpu_nodes=NODES))
     assert len(lines) == 3 and all(len(x) <= 80 for x in lines), lines
-    assert "1020 CPUs 4 off 4 nodes" in lines[0]
+    assert "1020 on 4 nodes 4 off" in lines[0] and "avg 10.1%  drop/s" in lines[0]  # the figures are not cut
     assert [p.split("▕")[0] for p in lines[1].split("▏")[:4]] == [" n0", " n1", " n2", " n3"]
     assert "/cell)" in lines[1]
     assert lines[2].startswith(" top cpu700 n2 80.0%")

@@ -147,7 +147,8 @@ def busiest_runs(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: in
 def heatmap_lines(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: int, caption: str) -> list[Line]:
     """The CPU panel's heatmap for a big host: the caption (with what a cell stands for
     and the offline CPUs), one line per node (its CPUs, cells, mean and hottest CPU when
-    the width allows), then the busiest CPUs by name."""
+    the width allows), then the busiest CPUs by name (then the offline CPUs when the
+    caption's line had no room for them)."""
     rows = with_offline(rows, cpu_nodes)
     groups = by_node(rows, cpu_nodes)
     labels = {node: f"{'all' if node is None else f'n{node}'} {fmt.cpu_list(r.cpu for r in g)}"
@@ -160,8 +161,9 @@ def heatmap_lines(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: i
     per = nodes[0].per if nodes else 1
     off = offline_ids(rows)
     head = caption + (f" · a cell: highest of {per} CPUs" if per > 1 else "")
-    if off:
-        head += f" · offline {fmt.cpu_list(off)} ({OFFLINE_MARK})"
+    gone = f"offline {fmt.cpu_list(off)} ({OFFLINE_MARK})" if off else ""
+    if gone and len(head) + 3 + len(gone) <= width:
+        head, gone = f"{head} · {gone}", ""
     out: list[Line] = [((_fit(head, width), "muted"),)]
     for n in nodes:
         line: list[Run] = [(labels[n.node].ljust(label_w), "muted"), ("▕", "muted")]
@@ -174,6 +176,8 @@ def heatmap_lines(rows: Sequence[CpuRow], cpu_nodes: Mapping[int, int], width: i
                 line += [(f" max cpu{h.cpu} ", ""), (f"{fmt.pct(h.softirq_pct)}%", f"heat-{heat_level(h)}")]
         out.append(tuple(line))
     out.append(busiest_runs(rows, cpu_nodes, width, "busiest"))
+    if gone:  # not on the caption's line: one of its own
+        out.append(((_fit(gone, width), "muted"),))
     return out
 
 

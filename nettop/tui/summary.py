@@ -149,7 +149,7 @@ def cpu_lines(rows: Sequence[CpuRow], width: int, two: bool, cpu_nodes: Mapping[
     if n_nodes > 1:  # one node (or none known): the plain strip below says as much
         every = numa.with_offline(rows, nodes)
         off = len(numa.offline_ids(every))
-        title = f"CPUs softirq %  {len(every) - off} CPUs" + (f" {off} off" if off else "") + f" {n_nodes} nodes"
+        title = f"CPUs softirq % {len(every) - off} on {n_nodes} nodes" + (f" {off} off" if off else "")
         out = [_head(width, "2", title, cols)]
         cut, _ = numa.strip_runs(rows, nodes, width)
         busiest = numa.busiest_runs(rows, nodes, width, " top")
