@@ -219,3 +219,48 @@ def test_experiment_results_table(snap_compare, theme, size):
                                                          "and the recording experiment-1/run.nettop · escape closes"))
         await pilot.pause()
     assert snap_compare(app_in(theme), terminal_size=size, run_before=run_before)
+
+
+@pytest.fixture(scope="module")
+def host_1024(tmp_path_factory):
+    """Three seconds of a generated 1,024-CPU host on 4 NUMA nodes with CPUs 1000-1003
+    offline (treegen, the load moving each second), read by the real HostReader; clocks
+    and the read's own CPU time are pinned so the picture holds no real time."""
+    import dataclasses
+
+    from nettop.collectors.host import HostReader
+    from nettop.kernel.sysroot import SysRoot
+    from numa_tree import set_nodes
+    from treegen import generate_tree
+
+    snaps, nodes = [], {}
+    for step in range(3):
+        dest = generate_tree(tmp_path_factory.mktemp(f"h1024_{step}"), cpus=1024, irqs=2048, queues=128,
+                             offline=range(1000, 1004), step=step, wave=True)
+        nodes = set_nodes(dest, 1024)
+        with HostReader(SysRoot(str(dest))) as reader:
+            snap = reader.read()
+        snaps.append(dataclasses.replace(snap, t_mono=1000.0 + step, t_wall=1_767_225_600.0 + step, read_cpu_s=0.004))
+    return snaps, nodes
+
+
+def feed_snaps(snaps):
+    async def run_before(pilot) -> None:
+        for s in snaps:
+            pilot.app.source.push(s)
+            await pilot.pause()
+    return run_before
+
+
+@pytest.mark.parametrize("size", LAB_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_1024_cpus_by_numa_node(snap_compare, size, host_1024):
+    """The summary's strip (80x24) and the CPU panel's heatmap (120x40): one row or strip
+    segment per node, the busiest CPUs named with their node, 1000-1003 offline."""
+    snaps, nodes = host_1024
+    assert snap_compare(NettopApp(ScriptedSource(cpu_nodes=nodes)), terminal_size=size, run_before=feed_snaps(snaps))
+
+
+def test_1024_cpus_panel_zoomed_at_80x24(snap_compare, host_1024):
+    snaps, nodes = host_1024
+    assert snap_compare(NettopApp(ScriptedSource(cpu_nodes=nodes)), terminal_size=(80, 24),
+                        run_before=feed_snaps(snaps), press=["2"])

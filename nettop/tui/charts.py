@@ -21,6 +21,7 @@ from textual.widget import Widget
 
 from nettop.tui import braille
 from nettop.tui import format as fmt
+from nettop.tui import numa
 from nettop.tui.model import CpuRow, Series, heat_level
 
 
@@ -147,26 +148,50 @@ class LatencyChart(BrailleChart, can_focus=True):
 
 
 class CpuHeatmap(Widget, can_focus=True):
-    """Every CPU as one small cell (id and softirq %), shaded by load: for hosts with many CPUs."""
+    """Every CPU as one small cell (id and softirq %), shaded by load: for hosts with many
+    CPUs. Above `numa.NODE_VIEW_ABOVE_CPUS` one line per NUMA node instead, each cell the
+    highest of a run of CPUs (`numa.heatmap_lines`), laid out for the widget's width."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"heat--0", "heat--1", "heat--2", "heat--3", "heat--label"}
     CELL = 9
+    ROLES: ClassVar[dict[str, str]] = {"muted": "heat--label", **{f"heat-{n}": f"heat--{n}" for n in range(4)}}
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self._cells: list[tuple[str, int]] = []  # (text, heat level) of each CPU, as drawn
         self._caption = ""
         self._styles: dict[str, Style] = {}
+        self._numa_rows: tuple[Sequence[CpuRow], Mapping[int, int]] | None = None  # the node view's input
+        self._numa_lines: list[numa.Line] = []  # the node view as drawn
+        self._numa_width = 0
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._styles.clear())
 
-    def show(self, rows: Sequence[CpuRow], caption: str) -> None:
+    def show(self, rows: Sequence[CpuRow], caption: str, cpu_nodes: Mapping[int, int] | None = None) -> None:
         """Repaint only when a shown cell changed: the other per-CPU rates move every tick."""
+        if numa.node_view(rows):
+            self._numa_rows = (rows, cpu_nodes or {})
+            lines = self._node_lines(caption)
+            if lines != self._numa_lines:
+                self._numa_lines = lines
+                self.refresh()
+            return
+        self._numa_rows, self._numa_lines = None, []
         cells = [(f"{r.cpu:>4}{fmt.pct(r.softirq_pct)[:-2] if r.softirq_pct is not None else '-':>4}"
                   .ljust(self.CELL - 1), heat_level(r)) for r in rows]
         if cells != self._cells or caption != self._caption:
             self._cells, self._caption = cells, caption
+            self.refresh()
+
+    def _node_lines(self, caption: str) -> list[numa.Line]:
+        assert self._numa_rows is not None
+        self._caption, self._numa_width = caption, self.content_size.width
+        return numa.heatmap_lines(self._numa_rows[0], self._numa_rows[1], max(20, self._numa_width), caption)
+
+    def on_resize(self) -> None:
+        if self._numa_rows is not None and self.content_size.width != self._numa_width:
+            self._numa_lines = self._node_lines(self._caption)
             self.refresh()
 
     level = staticmethod(heat_level)
@@ -178,6 +203,14 @@ class CpuHeatmap(Widget, can_focus=True):
         return style
 
     def render(self) -> Text:
+        if self._numa_rows is not None:
+            out = Text(no_wrap=True, end="")
+            for n, line in enumerate(self._numa_lines):
+                if n:
+                    out.append("\n")
+                for text, role in line:
+                    out.append(text, style=self._style(self.ROLES[role]) if role in self.ROLES else "")
+            return out
         width = max(self.CELL, self.size.width)
         per_line = max(1, width // self.CELL)
         out = Text(no_wrap=True, end="")

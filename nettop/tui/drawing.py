@@ -11,6 +11,7 @@ so the drawing can be read, and changed, on its own.
 from __future__ import annotations
 
 import datetime as _dt
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nettop.model.timeline import Point
@@ -39,6 +40,10 @@ TREND_WIDTH = 6
 CHART_LINES_MAX = 4  # interfaces plotted (two lines each); the table above lists them all
 NO_LATENCY = "no latency probe: run with --ping HOST"
 NO_EBPF = "eBPF probes are off: press e to turn them on (root and bcc)"
+
+
+def _queue_cells(row: model.QueueRow, hist: list[float | None]) -> tuple[tuple[str, str], ...]:
+    return QueueTable.cells(row, fmt.sparkline(hist, TREND_WIDTH))
 
 
 class DrawingMixin(_AppBase):
@@ -217,6 +222,7 @@ class DrawingMixin(_AppBase):
             qdiscs=model.qdisc_summaries(point, busy), probing=self.source.prober is not None,
             findings=[(f.severity.label, f"{f.subject}: {f.title}") for f in sorted(
                 getattr(self, "_doctor_shown", []), key=lambda f: -f.severity.value)],
+            cpu_nodes=self.source.cpu_nodes,
         )
         box = self.query_one("#summary")
         width, height = box.size
@@ -248,8 +254,7 @@ class DrawingMixin(_AppBase):
         rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
         table.widen("queue", label_width((r.shown_label for r in rows), 10))
         hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
-        table.sync([(r.key, QueueTable.cells(r, fmt.sparkline(hist.get(r.key, []), TREND_WIDTH)))
-                    for r in rows])
+        table.sync_visible([(r.key, partial(_queue_cells, r, hist.get(r.key, []))) for r in rows])
 
     def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
         nodes = {d.numa_node for n in names if (d := point.snapshot.devices.get(n)) and d.numa_node is not None}
@@ -272,7 +277,7 @@ class DrawingMixin(_AppBase):
         if table.display == heat:
             table.display, heatmap.display = not heat, heat
         if heat:
-            heatmap.show(rows, caption)
+            heatmap.show(rows, caption, self.source.cpu_nodes)
         else:
             table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
         self.query_one("#cpus", Panel).set_status(caption.split("(", 1)[-1].rstrip(")") if "(" in caption else "")

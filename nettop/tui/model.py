@@ -67,6 +67,7 @@ class CpuRow:
     dropped_per_s: float | None
     squeeze_per_s: float | None
     rps_per_s: float | None
+    offline: bool = False  # listed by a node or /proc/softirqs, offline by sysfs: no figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,8 @@ def cpu_rows(point: Point) -> list[CpuRow]:
         return [CpuRow(c, None, None, None, None, None, None, None) for c in point.snapshot.online_cpus]
     return [
         CpuRow(c.cpu, c.softirq_pct, c.irq_pct, c.net_rx_per_s, c.net_tx_per_s,
-               c.softnet_dropped_per_s, c.time_squeeze_per_s, c.received_rps_per_s)
+               c.softnet_dropped_per_s, c.time_squeeze_per_s, c.received_rps_per_s,
+               offline=c.presence.value == "offline")
         for _, c in sorted(point.rates.cpus.items()) if c.presence.value != "gone"
     ]
 

@@ -15,7 +15,7 @@ over on a tall-enough terminal hold a throughput chart of the busiest interfaces
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Mapping, Sequence
 
 from rich.segment import Segment
@@ -27,6 +27,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from nettop.tui import format as fmt
+from nettop.tui import numa
 from nettop.tui.model import CpuRow, IfaceSummary, LatencyRow, QdiscSummary, cpu_strip, heat_level, top_cpus
 
 Run = tuple[str, str]  # (text, role); roles are the widget's summary--ROLE component classes
@@ -53,6 +54,7 @@ class SummaryData:
     qdiscs: Sequence[QdiscSummary]
     probing: bool  # a latency probe runs (targets may not have answered yet)
     findings: Sequence[tuple[str, str]] = ()  # the doctor's (severity label, title), worst first
+    cpu_nodes: Mapping[int, int] = field(default_factory=dict)  # CPU -> NUMA node (big hosts' strip)
 
 
 def _head(width: int, key: str, title: str, columns: str = "", title_w: int | None = None) -> Line:
@@ -132,15 +134,30 @@ def iface_lines(rows: Sequence[IfaceSummary], idle: Sequence[tuple[str, str]], w
     return out
 
 
-def cpu_lines(rows: Sequence[CpuRow], width: int, two: bool) -> list[Line]:
+def cpu_lines(rows: Sequence[CpuRow], width: int, two: bool, cpu_nodes: Mapping[int, int] | None = None) -> list[Line]:
     """The CPU section: a heading, the heat strip, and the hottest CPUs by softirq (on
-    the strip's line when they fit, else on a line of their own when `two`)."""
+    the strip's line when they fit, else on a line of their own when `two`). Above
+    `numa.NODE_VIEW_ABOVE_CPUS` CPUs on two nodes or more, the strip is cut by NUMA node
+    and the hottest CPUs are named with their node."""
     # unknown when no CPU has the figure (a capture without uptime), never a made-up 0
     drops = sum(r.dropped_per_s or 0.0 for r in rows) if any(r.dropped_per_s is not None for r in rows) else None
     squeeze = sum(r.squeeze_per_s or 0.0 for r in rows) if any(r.squeeze_per_s is not None for r in rows) else None
     known = [r.softirq_pct for r in rows if r.softirq_pct is not None]
     avg = sum(known) / len(known) if known else None
     cols = f"avg {fmt.pct(avg)}%  drop/s {fmt.si(drops)}  squeeze/s {fmt.si(squeeze)} "
+    nodes = cpu_nodes or {}
+    n_nodes = len({nodes.get(r.cpu) for r in rows}) if numa.node_view(rows) else 0
+    if n_nodes > 1:  # one node (or none known): the plain strip below says as much
+        every = numa.with_offline(rows, nodes)
+        off = len(numa.offline_ids(every))
+        title = f"CPUs softirq % {len(every) - off} on {n_nodes} nodes" + (f" {off} off" if off else "")
+        out = [_head(width, "2", title, cols)]
+        cut, _ = numa.strip_runs(rows, nodes, width)
+        busiest = numa.busiest_runs(rows, nodes, width, " top")
+        out.append(tuple(cut))
+        if two and len(busiest) > 1:
+            out.append(busiest)
+        return out
     out = [_head(width, "2", f"CPUs softirq %  {len(rows)} CPUs", cols)]
     label = f" {rows[0].cpu if rows else 0}▕"
     cells, per = cpu_strip(rows, max(1, width - len(label) - 12))
@@ -255,7 +272,7 @@ def summary_lines(data: SummaryData, width: int, height: int) -> list[Line]:
     rem -= lat_room - 2
     qd_room = 2 + max(0, min(full(len(data.qdiscs), MAX_QDISCS) - 2, rem))
     lines = iface_lines(data.ifaces, data.idle, width, if_room)
-    lines += cpu_lines(data.cpus, width, two=cpu_room >= 3)
+    lines += cpu_lines(data.cpus, width, two=cpu_room >= 3, cpu_nodes=data.cpu_nodes)
     lines += latency_lines(data, width, lat_room)
     lines += qdisc_lines(data.qdiscs, width, qd_room)
     return lines[:height]

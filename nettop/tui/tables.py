@@ -8,7 +8,7 @@ app's .tcss with theme variables; Python never names a colour.
 
 from __future__ import annotations
 
-from typing import ClassVar, Iterable, Sequence
+from typing import Callable, ClassVar, Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -46,6 +46,7 @@ class LiveTable(ScrollView, can_focus=True):
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._strips: dict[str, Strip] = {}  # each row's full-width strip
         self._final: dict[str, tuple[tuple[int, int, int, bool], Strip]] = {}  # as last drawn on screen
+        self._later: dict[str, Callable[[], tuple[Cell, ...]]] = {}  # off-screen rows: cells made on view
         self._header: Strip | None = None
         self._styles: dict[str, Style] = {}
         self._widths = {k: w for k, _, w in self.COLUMNS}
@@ -154,6 +155,7 @@ class LiveTable(ScrollView, can_focus=True):
         if i >= len(self._keys):
             return Strip.blank(width, base)
         key = self._keys[i]
+        self._resolve(key)
         cursor = i == self.cursor and self.has_focus
         cached = self._final.get(key)
         if cached is not None and cached[0] == (sx, width, room, cursor):
@@ -170,7 +172,38 @@ class LiveTable(ScrollView, can_focus=True):
         return list(self._keys)
 
     def cell(self, key: str, column: str) -> Cell:
+        self._resolve(key)
         return self._cells[key][self._columns.index(column)]
+
+    def _resolve(self, key: str) -> None:
+        """Make the cells of a row that scrolled into view since `sync_visible` left it."""
+        make = self._later.pop(key, None)
+        if make is not None:
+            cells = make()
+            if self._cells.get(key) != cells:
+                self._cells[key] = cells
+                self._strips.pop(key, None)
+                self._final.pop(key, None)
+
+    def sync_visible(self, rows: Sequence[tuple[str, Callable[[], tuple[Cell, ...]]]]) -> None:
+        """`sync` for long tables: the cells of the rows on screen are made and compared
+        now, those of the others only when they scroll into view (a 512-queue host formats
+        the twenty rows it shows, not 512, each tick)."""
+        sy, height = self.scroll_offset.y, self.size.height
+        first, last = sy, sy + max(1, height)  # rows [first, last) are on screen (one spare)
+        keys = [k for k, _ in rows]
+        now: list[tuple[str, tuple[Cell, ...]]] = []
+        self._later = {}
+        for i, (key, make) in enumerate(rows):
+            if first <= i < last or key not in self._cells:
+                now.append((key, make()))
+            else:
+                now.append((key, self._cells[key]))
+                self._later[key] = make
+        self.sync(now)
+        if keys == self._keys:
+            for key in self._later:  # drawn again from their new cells when scrolled to
+                self._final.pop(key, None)
 
     def widen(self, column: str, width: int) -> None:
         """Give a column more room (rare: a longer interface name appeared)."""
@@ -210,6 +243,7 @@ class LiveTable(ScrollView, can_focus=True):
             self.refresh()
             return
         sx, sy = self.scroll_offset
+        height = self.size.height
         for row, (key, cells) in enumerate(rows):
             old = self._cells[key]
             if old == cells:
@@ -220,7 +254,7 @@ class LiveTable(ScrollView, can_focus=True):
             changed = [c for c, before, after in zip(self._columns, old, cells) if before != after]
             self.cell_updates += len(changed)
             y = row + 1 - sy
-            if 1 <= y < self.size.height:
+            if 1 <= y < height:
                 # one region per row, from the first to the last changed cell
                 x0 = self._x[changed[0]]
                 x1 = self._x[changed[-1]] + self._widths[changed[-1]] + 2 * PAD
