@@ -157,3 +157,22 @@ def test_a_per_cpu_count_cut_at_page_size_falls_back_to_proc_interrupts(tmp_path
         snap = r.read()
     assert snap.irq_source == "/proc/interrupts" and not snap.problems
     assert snap.interrupts.irqs[24].counts is not None
+
+
+def test_parsing_only_the_changed_fields_gives_the_whole_line():
+    import random
+
+    from nettop.collectors.irq_sysfs import _parse
+
+    rnd = random.Random(29)
+    for _ in range(3000):
+        n = rnd.randrange(1, 40)
+        old = [rnd.choice([0, 0, 5, 123, 99999, rnd.randrange(1 << 32)]) for _ in range(n)]
+        new = list(old)
+        for _ in range(rnd.randrange(0, 4)):  # a few CPUs' counts move, by any amount
+            i = rnd.randrange(n)
+            new[i] = rnd.choice([0, 1, 10, old[i] + 1, old[i] * 10 % (1 << 32), rnd.randrange(1 << 32)])
+        assert _parse(",".join(map(str, new)), ",".join(map(str, old)), old) == new
+    assert _parse("1,x,3", "1,2,3", [1, 2, 3]) is None
+    assert _parse("1,2", "1,2,3", [1, 2, 3]) is None  # a field lost: not n counts
+    assert _parse("1,4294967296,3", "1,2,3", [1, 2, 3]) is None  # wider than the kernel's u32
