@@ -172,7 +172,13 @@ def test_parsing_only_the_changed_fields_gives_the_whole_line():
         for _ in range(rnd.randrange(0, 4)):  # a few CPUs' counts move, by any amount
             i = rnd.randrange(n)
             new[i] = rnd.choice([0, 1, 10, old[i] + 1, old[i] * 10 % (1 << 32), rnd.randrange(1 << 32)])
-        assert _parse(",".join(map(str, new)), ",".join(map(str, old)), old) == new
+        text, prev = ",".join(map(str, new)), ",".join(map(str, old))
+        got = _parse(text, prev, old)
+        assert got is not None and got[0] == new
+        # the last tick's span as a hint, right or wrong, gives the same values
+        for hint in (got[1], (rnd.randrange(len(prev) + 1), rnd.randrange(len(prev) + 1))):
+            again = _parse(text, prev, old, hint)
+            assert again is not None and again[0] == new, (text, prev, hint)
     assert _parse("1,x,3", "1,2,3", [1, 2, 3]) is None
     assert _parse("1,2", "1,2,3", [1, 2, 3]) is None  # a field lost: not n counts
     assert _parse("1,4294967296,3", "1,2,3", [1, 2, 3]) is None  # wider than the kernel's u32

@@ -81,8 +81,9 @@ class SysfsIrqReader:
         self._online: tuple[int, ...] = ()
         self._refused: tuple[str, int] | None = None  # (directory, link count) that failed
         self._paths: dict[int, str] = {}  # followed IRQ -> its per_cpu_count path
-        # followed IRQ -> (raw text, without its newline, its values, the Irq) of the last read
-        self._last: dict[int, tuple[str, str, list[int], Irq]] = {}
+        # followed IRQ -> (raw text, without its newline, its values, the Irq, where the
+        # line changed: common prefix and suffix lengths) of the last read
+        self._last: dict[int, tuple[str, str, list[int], Irq, tuple[int, int]]] = {}
 
     def read(self, root: SysRoot, online: Sequence[int], want: Want,
              full: bool = False) -> InterruptTable | None:
@@ -212,8 +213,10 @@ class SysfsIrqReader:
                                         "PAGE_SIZE (too many CPUs for one page)")
                 return None
             body = text[:-1]
+            hint = (0, 0)
             if prev is not None:
-                vals = _parse(body, prev[1], prev[2])
+                parsed = _parse(body, prev[1], prev[2], prev[4])
+                vals, hint = parsed if parsed is not None else (None, hint)
             else:
                 parts = body.split(",")
                 if len(parts) != n:
@@ -227,7 +230,7 @@ class SysfsIrqReader:
             counts = pick(vals)
             info = self._bare[irq]
             irqs[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, sum(counts))
-            last[irq] = (text, body, vals, got)
+            last[irq] = (text, body, vals, got, hint)
         self.fallback_reason = None
         return InterruptTable(tuple(online), irqs)
 
@@ -256,13 +259,20 @@ def _common(a: str, b: str, suffix: bool) -> int:
     return lo
 
 
-def _parse(text: str, prev_text: str, prev_vals: list[int]) -> list[int] | None:
+def _parse(text: str, prev_text: str, prev_vals: list[int],
+           hint: tuple[int, int] = (0, 0)) -> tuple[list[int], tuple[int, int]] | None:
     """Only the fields between the first and the last character that differ from the
     last read are parsed: a queue IRQ fires on a few CPUs, and the other ~1,000 fields
-    of its line repeat tick after tick."""
+    of its line repeat tick after tick. `hint` is the last tick's (common prefix, common
+    suffix): an IRQ fires on the same CPUs tick after tick, so two comparisons usually
+    confirm it; else they are found by halving. Returns the values and the new hint."""
     n = len(prev_vals)
-    pre = _common(text, prev_text, False)
-    suf = min(_common(text, prev_text, True), len(text) - pre, len(prev_text) - pre)
+    pre, suf = hint
+    short = min(len(text), len(prev_text))
+    if not (0 < pre + suf <= short and text.startswith(prev_text[:pre])
+            and text.endswith(prev_text[len(prev_text) - suf:])):
+        pre = _common(text, prev_text, False)
+        suf = min(_common(text, prev_text, True), short - pre)
     start = text.rfind(",", 0, pre) + 1  # the first changed field starts here
     end = text.find(",", len(text) - suf)  # and the last one ends here
     if end < 0:
@@ -272,10 +282,11 @@ def _parse(text: str, prev_text: str, prev_vals: list[int]) -> list[int] | None:
     mid = text[start:end].split(",")
     if before + len(mid) + after != n:
         parts = text.split(",")
-        return _parse_all(parts) if len(parts) == n else None
+        got = _parse_all(parts) if len(parts) == n else None
+        return (got, (0, 0)) if got is not None else None
     got = _parse_all(mid)
     if got is None:
         return None
     vals = prev_vals.copy()
     vals[before:n - after] = got
-    return vals
+    return vals, (start, len(text) - end)
