@@ -173,12 +173,26 @@ def test_parsing_only_the_changed_fields_gives_the_whole_line():
             i = rnd.randrange(n)
             new[i] = rnd.choice([0, 1, 10, old[i] + 1, old[i] * 10 % (1 << 32), rnd.randrange(1 << 32)])
         text, prev = ",".join(map(str, new)), ",".join(map(str, old))
-        got = _parse(text, prev, old)
+        got = _parse(text, prev, list(old))
         assert got is not None and got[0] == new
+        assert got[2] is None or got[2] == sum(new) - sum(old)  # the total's change
         # the last tick's span as a hint, right or wrong, gives the same values
         for hint in (got[1], (rnd.randrange(len(prev) + 1), rnd.randrange(len(prev) + 1))):
-            again = _parse(text, prev, old, hint)
+            again = _parse(text, prev, list(old), hint)
             assert again is not None and again[0] == new, (text, prev, hint)
     assert _parse("1,x,3", "1,2,3", [1, 2, 3]) is None
     assert _parse("1,2", "1,2,3", [1, 2, 3]) is None  # a field lost: not n counts
     assert _parse("1,4294967296,3", "1,2,3", [1, 2, 3]) is None  # wider than the kernel's u32
+
+
+@pytest.mark.parametrize("offline", [(), (5,)])
+def test_a_tree_that_advances_under_one_reader_matches_proc_interrupts(tmp_path, offline):
+    kw = dict(cpus=16, irqs=60, queues=8, offline=offline)
+    tree = generate_tree(tmp_path / "t", step=0, **kw)
+    with HostReader(SysRoot(str(tree))) as r:
+        r.read()
+        for step in (1, 2, 3):  # the same files rewritten: only changed fields are parsed
+            generate_tree(tree, step=step, **kw)
+            snap = r.read()
+            assert snap.irq_source == SOURCE
+            assert _same(snap) == _same(_fresh(tree, tmp_path / f"p{step}"))

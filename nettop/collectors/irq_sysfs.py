@@ -214,9 +214,10 @@ class SysfsIrqReader:
                 return None
             body = text[:-1]
             hint = (0, 0)
+            delta: int | None = None
             if prev is not None:
                 parsed = _parse(body, prev[1], prev[2], prev[4])
-                vals, hint = parsed if parsed is not None else (None, hint)
+                vals, hint, delta = parsed if parsed is not None else (None, hint, None)
             else:
                 parts = body.split(",")
                 if len(parts) != n:
@@ -229,7 +230,9 @@ class SysfsIrqReader:
                 return None
             counts = pick(vals)
             info = self._bare[irq]
-            irqs[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, sum(counts))
+            total = prev[3].total if prev is not None and delta is not None and pick is tuple else None
+            total = sum(counts) if total is None or delta is None else total + delta
+            irqs[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, total)
             last[irq] = (text, body, vals, got, hint)
         self.fallback_reason = None
         return InterruptTable(tuple(online), irqs)
@@ -260,12 +263,13 @@ def _common(a: str, b: str, suffix: bool) -> int:
 
 
 def _parse(text: str, prev_text: str, prev_vals: list[int],
-           hint: tuple[int, int] = (0, 0)) -> tuple[list[int], tuple[int, int]] | None:
+           hint: tuple[int, int] = (0, 0)) -> tuple[list[int], tuple[int, int], int | None] | None:
     """Only the fields between the first and the last character that differ from the
     last read are parsed: a queue IRQ fires on a few CPUs, and the other ~1,000 fields
     of its line repeat tick after tick. `hint` is the last tick's (common prefix, common
     suffix): an IRQ fires on the same CPUs tick after tick, so two comparisons usually
-    confirm it; else they are found by halving. Returns the values and the new hint."""
+    confirm it; else they are found by halving. Returns the values (`prev_vals` updated in
+    place), the new hint, and how much their sum grew (None after a whole parse)."""
     n = len(prev_vals)
     pre, suf = hint
     short = min(len(text), len(prev_text))
@@ -283,10 +287,10 @@ def _parse(text: str, prev_text: str, prev_vals: list[int],
     if before + len(mid) + after != n:
         parts = text.split(",")
         got = _parse_all(parts) if len(parts) == n else None
-        return (got, (0, 0)) if got is not None else None
+        return (got, (0, 0), None) if got is not None else None
     got = _parse_all(mid)
     if got is None:
         return None
-    vals = prev_vals.copy()
-    vals[before:n - after] = got
-    return vals, (start, len(text) - end)
+    delta = sum(got) - sum(prev_vals[before:n - after])
+    prev_vals[before:n - after] = got
+    return prev_vals, (start, len(text) - end), delta
