@@ -1,6 +1,8 @@
 """Sampler cost per tick against the floor: merely reading the same kernel data.
 
-For the live host and for a generated 256-CPU / 4096-IRQ / 64-queue tree, prints:
+For the live host and for generated trees (256 CPUs / 4,096 IRQs / 64 queues; with
+`--cpus 1024` also 1,024 CPUs / 16,384 IRQs / 4 NICs x 128 queues / 4 NUMA nodes), each
+with /sys/kernel/irq and (`--fallback`) without it, prints:
   - the sampler's CPU time per tick (thread CPU time of HostReader.read(), median of N),
   - the floor: CPU time to open+read() exactly the files a tick read (recorded by
     wrapping os.open/os.listdir/os.readlink over N ticks, their clock stepped by 1 s so
@@ -8,7 +10,11 @@ For the live host and for a generated 256-CPU / 4096-IRQ / 64-queue tree, prints
     plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
   - their ratio. Targets: <= 3x the floor; <= 20 ms per tick on the 256-CPU tree.
 
+The floor is the raw reads of exactly the files the sampler needs for that tick (with
+/sys/kernel/irq: the followed IRQs' per_cpu_count, not /proc/interrupts).
+
 Usage: .venv/bin/python benchmarks/sampler_cost.py [--ticks N] [--keep DIR]
+           [--cpus 256,1024] [--fallback] [--no-live]
 """
 
 from __future__ import annotations
@@ -148,38 +154,102 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
             t = time.thread_time()
             reader.read()
             costs.append(time.thread_time() - t)
+        source = reader.read().irq_source
+        online = reader.read().online_cpus
+        irq_costs = []
+        for _ in range(ticks):  # the per-IRQ counts alone (HostReader's first step)
+            t = time.thread_time()
+            reader._read_irqs(root, online, False)
+            irq_costs.append(time.thread_time() - t)
+        moving = _advancing_irq_cost(reader, root, online, ticks) if not root.live else None
+    irq_files = [p for p in opened if p.endswith(("/per_cpu_count", "proc/interrupts"))]
+    irq_floor = statistics.median(floor_cpu(irq_files, [], [], False) for _ in range(3)) / ticks
+    irq_tick = statistics.median(irq_costs)
     floors = [floor_cpu(opened, listed, linked, False) / ticks + floor_cpu([], [], [], root.live)
               for _ in range(3)]
     tick = statistics.median(costs)
     floor = statistics.median(floors)
-    print(f"{label}:")
+    print(f"{label}:  (per-IRQ counts from {source})")
     print(f"  files read per tick: {len(opened) / ticks:.1f} opened, {len(listed) / ticks:.1f} listed, "
           f"{len(linked) / ticks:.1f} links (mean of {ticks} ticks at {interval:g} s)"
           + (", + netlink link and qdisc dumps" if root.live else ""))
     print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ticks})")
     print(f"  floor (read only)    : {floor * 1000:8.2f} ms")
     print(f"  ratio                : {tick / floor:8.2f}x   (target <= 3x)")
-    return {"tick": tick, "floor": floor, "opened": len(opened) / ticks}
+    print(f"  of which IRQ counts  : {irq_tick * 1000:8.2f} ms, floor {irq_floor * 1000:.2f} ms "
+          f"({len(irq_files) / ticks:.0f} files: {', '.join(sorted({p.rsplit('/', 1)[-1] for p in irq_files}))})")
+    if moving is not None:
+        print(f"  IRQ counts, advancing: {moving * 1000:8.2f} ms (each followed IRQ fires on its CPU each tick)")
+    return {"tick": tick, "floor": floor, "opened": len(opened) / ticks, "irq_tick": irq_tick, "irq_floor": irq_floor}
+
+
+def _advancing_irq_cost(reader: HostReader, root: SysRoot, online: tuple[int, ...], ticks: int) -> float | None:
+    """The per-IRQ counts' cost when every followed IRQ fired since the last tick (a
+    generated tree does not move by itself): before each tick, outside the measured time,
+    each per_cpu_count's count on the IRQ's own CPU (its largest field: a queue IRQ fires
+    where its effective affinity points) is raised. None without /sys/kernel/irq."""
+    paths = list(reader._irq_sysfs._paths.values())
+    if not paths or reader.irq_source != "/sys/kernel/irq":
+        return None
+    first = {}
+    for p in paths:
+        with open(p) as f:
+            first[p] = f.read().rstrip("\n").split(",")
+    costs = []
+    for step in range(1, ticks + 1):
+        for p, parts in first.items():
+            parts = list(parts)
+            j = max(range(len(parts)), key=lambda i: int(parts[i]))
+            parts[j] = str((int(parts[j]) + 20000 * step) % (1 << 32))
+            with open(p, "w") as f:
+                f.write(",".join(parts) + "\n")
+        t = time.thread_time()
+        reader._read_irqs(root, online, False)
+        costs.append(time.thread_time() - t)
+    for p, parts in first.items():  # the tree as it was
+        with open(p, "w") as f:
+            f.write(",".join(parts) + "\n")
+    return statistics.median(costs)
+
+
+SIZES = {
+    256: dict(cpus=256, irqs=4096, queues=64),
+    1024: dict(cpus=1024, irqs=16384, queues=128, nics=4, nodes=4, sparse=True),
+}
+LIMIT_MS = {256: 3.0, 1024: 10.0}  # issue 29's targets on this machine
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ticks", type=int, default=20)
-    ap.add_argument("--keep", help="write the generated tree here and keep it")
+    ap.add_argument("--keep", help="write the generated trees here and keep them")
+    ap.add_argument("--cpus", default="256", help="generated tree sizes: 256, 1024 or both (256,1024)")
+    ap.add_argument("--fallback", action="store_true",
+                    help="also measure each tree without /sys/kernel/irq (/proc/interrupts read)")
+    ap.add_argument("--no-live", action="store_true", help="skip the live host")
     args = ap.parse_args()
 
-    measure("live host", SysRoot("/"), args.ticks)
+    if not args.no_live:
+        measure("live host", SysRoot("/"), args.ticks)
 
     from treegen import generate_tree  # tests/treegen.py
 
-    with tempfile.TemporaryDirectory() as tmp:
-        dest = Path(args.keep or tmp) / "host256"
-        t = time.monotonic()
-        generate_tree(dest, cpus=256, irqs=4096, queues=64)
-        print(f"\n(generated 256-CPU / 4096-IRQ / 64-queue tree in {time.monotonic() - t:.1f} s)")
-        big = measure("generated 256-CPU tree", SysRoot(str(dest)), args.ticks)
-        ok = big["tick"] <= 0.020
-        print(f"  per tick vs 20 ms    : {'ok' if ok else 'OVER'}")
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
+        for size in (int(x) for x in args.cpus.split(",") if x):
+            kw = SIZES[size]
+            for sysfs in (True, False) if args.fallback else (True,):
+                dest = Path(args.keep or tmp) / f"host{size}{'' if sysfs else '-nosysfs'}"
+                t = time.monotonic()
+                generate_tree(dest, sysfs_irq=sysfs, **kw)  # type: ignore[arg-type]
+                what = ", ".join(f"{k}={v}" for k, v in kw.items())
+                print(f"\n(generated {what}{'' if sysfs else ', no /sys/kernel/irq'} "
+                      f"in {time.monotonic() - t:.1f} s)")
+                got = measure(f"generated {size}-CPU tree", SysRoot(str(dest)), args.ticks)
+                ok = got["tick"] * 1000 <= LIMIT_MS[size]
+                print(f"  per tick vs {LIMIT_MS[size]:g} ms    : {'ok' if ok else 'OVER'}")
+                if not args.keep:
+                    import shutil
+                    shutil.rmtree(dest)
     return 0
 
 

@@ -24,6 +24,7 @@ from nettop.collectors import (
     interfaces,
     interrupts,
     irq_affinity,
+    irq_sysfs,
     nic_settings,
     qdiscs,
     queue_counters,
@@ -36,7 +37,7 @@ from nettop.collectors.settings_rotation import ROTATION_S, SettingsRotation
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.model.problems import Problem, from_oserror, malformed
-from nettop.model.snapshot import BqlState, DeviceConfig, LinkStats, QueueConfig, Snapshot
+from nettop.model.snapshot import BqlState, DeviceConfig, InterruptTable, LinkStats, QueueConfig, Snapshot
 from nettop.kernel.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
@@ -75,6 +76,8 @@ class HostReader:
         self._net_irqs: set[int] = set()
         self._name_is_net: dict[tuple[int, str], bool] = {}
         self._interrupts = interrupts.InterruptReader()
+        self._irq_sysfs = irq_sysfs.SysfsIrqReader()
+        self.irq_source = interrupts.SOURCE
         self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
         self._irqbalance = host_config.IrqbalanceCache()
         self._managed = irq_affinity.ManagedCache(root)
@@ -150,7 +153,7 @@ class HostReader:
         if self._static.keys() - live_keys:  # interfaces gone or re-created: forget them
             self._static = {k: v for k, v in self._static.items() if k in live_keys}
 
-        table = take(self._interrupts.read(root, self._want_irq))
+        table = take(self._read_irqs(root, online, False))
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
@@ -158,7 +161,7 @@ class HostReader:
         self._net_irqs = mapped
         if any(i in table.irqs and table.irqs[i].counts is None for i in new):
             # a device appeared this tick: parse again with its IRQs' counts
-            table = take(self._interrupts.read(root, self._want_irq, full=True))
+            table = take(self._read_irqs(root, online, True))
 
         damaged: list[str] = []  # per-CPU files whose collector reported a skipped line
 
@@ -222,9 +225,20 @@ class HostReader:
             ebpf=probes.take() if probes is not None and probes.running else None,
             tuning=tuning,
             uptime_s=uptime,
+            irq_source=self.irq_source,
         )
 
     # --- helpers -----------------------------------------------------------------------
+
+    def _read_irqs(self, root: SysRoot, online: tuple[int, ...],
+                   full: bool) -> tuple[InterruptTable, list[Problem]]:
+        """The followed IRQs' counts from /sys/kernel/irq, else from /proc/interrupts."""
+        table = self._irq_sysfs.read(root, online, self._want_irq, full)
+        if table is not None:
+            self.irq_source = irq_sysfs.SOURCE
+            return table, []
+        self.irq_source = interrupts.SOURCE
+        return self._interrupts.read(root, self._want_irq, full)
 
     def _want_irq(self, irq: int, name: str) -> bool:
         if irq in self._net_irqs or irq in self.follow_irqs:

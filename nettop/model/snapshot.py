@@ -310,6 +310,9 @@ class Snapshot:
     # Seconds since boot from /proc/uptime at this read (what a captured tree's totals
     # accumulated over); None when the file was not read, and in older recordings.
     uptime_s: float | None = None
+    # Where the per-IRQ per-CPU counts came from: "/sys/kernel/irq" (each followed IRQ's
+    # per_cpu_count) or "/proc/interrupts" (the fallback); None in older recordings.
+    irq_source: str | None = None
 
 
 def setting_age(t_mono: float, read_at: float | None) -> float:

@@ -57,6 +57,7 @@ def build_document(prev: Snapshot, cur: Snapshot, rates: Rates, requested_interv
         "nettop": {
             "sampler_cpu_ms_per_tick": round(1000 * cur.read_cpu_s, 3),
             "sampler_cpu_pct": _r(rates.sampler_cpu_pct),
+            "irq_counts_source": cur.irq_source,
         },
         "latency": {target: to_json(stats) for target, stats in cur.latency.items()},
         "ebpf": ebpf_json(cur.ebpf) if cur.ebpf is not None else None,

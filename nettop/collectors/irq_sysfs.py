@@ -1,0 +1,296 @@
+"""Per-IRQ per-CPU counts from /sys/kernel/irq/N/per_cpu_count: only the IRQs shown.
+
+/proc/interrupts prints every IRQ for every online CPU: 12 MB at 256 CPUs and 4,096
+IRQs, ~185 MB at 1,024 CPUs and 16,384 IRQs, formatted by the kernel on each read and
+read whole by nettop every tick. Since 4.9 the kernel also gives each IRQ a directory
+in /sys/kernel/irq (kernel/irq/irqdesc.c): `per_cpu_count` (the counts of every
+*possible* CPU, "%u" joined by ","), `actions` (the handler names joined by ","),
+`chip_name`, `hwirq`, `name` (the flow handler: "edge"), `type`, `wakeup`. So a tick
+reads one small file per followed IRQ (the NICs' queue IRQs) and nothing else.
+
+Discovery lists the directory and reads each IRQ's actions, chip and hwirq once, which
+gives the same chip/hwirq/name as /proc/interrupts would (an IRQ without an action is
+left out, as /proc/interrupts leaves it out). It is done again when the set of IRQs
+changes (a NIC reset, channels changed, hotplug): the directory's link count (2 + its
+subdirectories, one stat) is checked every tick, and an IRQ whose file vanished forces
+it; every `recheck_every` ticks the followed IRQs' actions are read again (a driver
+that renames its vectors on the same numbers).
+
+`read` returns None when this source cannot answer and /proc/interrupts must (a kernel
+or capture without /sys/kernel/irq, an unreadable `possible` CPU list, a per_cpu_count
+cut short at PAGE_SIZE, as the kernel does with large counts on ~1,000 CPUs); the
+reason is kept in `fallback_reason`. The named rows of /proc/interrupts (NMI, LOC, ...)
+exist only there: a table from sysfs has none.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Callable, Sequence
+
+from nettop.collectors.cpus import parse_cpu_list
+from nettop.model.snapshot import InterruptTable, Irq
+from nettop.kernel.sysroot import SysRoot
+
+SOURCE = "/sys/kernel/irq"
+DIR = "sys/kernel/irq"
+_U32 = 1 << 32
+
+Want = Callable[[int, str], bool]
+
+
+def _read(path: str) -> str:
+    """One small sysfs file (one page at most) with the fewest system calls."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 65536).decode("latin-1")
+    finally:
+        os.close(fd)
+
+
+def _meta(base: str, irq: int) -> Irq | None:
+    """The IRQ's chip, hwirq column and action names as /proc/interrupts prints them;
+    None for an IRQ without an action (not printed there) or a directory gone."""
+    d = f"{base}/{irq}/"
+    try:
+        actions = _read(d + "actions").strip()
+        if not actions:
+            return None
+        chip = _read(d + "chip_name").strip()
+        hwirq = _read(d + "hwirq").strip()
+        flow = _read(d + "name").strip()
+    except OSError:
+        return None
+    hw = f"{hwirq}-{flow}" if flow else hwirq
+    return Irq(irq, chip, hw, ", ".join(actions.split(",")))
+
+
+class SysfsIrqReader:
+    """Reads the followed IRQs' per_cpu_count tick after tick (not thread-safe)."""
+
+    def __init__(self, recheck_every: int = 10) -> None:
+        self.recheck_every = recheck_every
+        self.fallback_reason: str | None = None
+        self._ticks = 0
+        self._base = ""
+        self._nlink = -1
+        self._bare: dict[int, Irq] = {}  # every IRQ with an action, counts None
+        self._possible: tuple[int, ...] = ()
+        self._want: Want | None = None
+        self._online: tuple[int, ...] = ()
+        self._refused: tuple[str, int] | None = None  # (directory, link count) that failed
+        self._paths: dict[int, str] = {}  # followed IRQ -> its per_cpu_count path
+        # followed IRQ -> (raw text, without its newline, its values, the Irq, where the
+        # line changed: common prefix and suffix lengths) of the last read
+        self._last: dict[int, tuple[str, str, list[int], Irq, tuple[int, int]]] = {}
+
+    def read(self, root: SysRoot, online: Sequence[int], want: Want,
+             full: bool = False) -> InterruptTable | None:
+        """The table for this tick, or None (see `fallback_reason`): then the caller reads
+        /proc/interrupts. `full`: the caller's `want` grew, evaluate it again."""
+        base = root.join(DIR)
+        try:
+            nlink = os.stat(base).st_nlink
+        except OSError:
+            self._forget("the kernel or capture has no /sys/kernel/irq")
+            return None
+        if not online:
+            self.fallback_reason = "no online CPU list to align per_cpu_count with"
+            return None
+        if (base, nlink) == self._refused:
+            return None  # a line was cut short or malformed: not again until IRQs change
+        self._ticks += 1
+        if base != self._base or nlink != self._nlink or not self._bare:
+            if not self._discover(root, base, nlink):
+                return None
+            full = True
+        elif self._ticks % self.recheck_every == 0:
+            full = self._recheck(base) or full
+        if full or want != self._want:  # bound methods are new objects, equal ones
+            self._follow(want)
+        table = self._counts(online)
+        if table is None and self.fallback_reason is None:  # an IRQ went away: look again
+            try:
+                nlink = os.stat(base).st_nlink
+            except OSError:
+                nlink = -1
+            if self._discover(root, base, nlink):
+                self._follow(want)
+                table = self._counts(online)
+            if table is None and self.fallback_reason is None:
+                self.fallback_reason = "IRQs come and go faster than /sys/kernel/irq can be read"
+        if table is None and self._paths:
+            self._refused = (base, nlink)
+        return table
+
+    # --- discovery ---------------------------------------------------------------------
+
+    def _forget(self, reason: str) -> None:
+        self.fallback_reason = reason
+        self._base, self._nlink, self._bare = "", -1, {}
+        self._paths, self._last = {}, {}
+
+    def _discover(self, root: SysRoot, base: str, nlink: int) -> bool:
+        try:
+            possible = tuple(parse_cpu_list(root.read_line("sys/devices/system/cpu/possible")))
+            names = os.listdir(base)
+        except (OSError, ValueError):
+            self._forget("cannot read the possible CPUs or list /sys/kernel/irq")
+            return False
+        if not possible:
+            self._forget("no possible CPU list to align per_cpu_count with")
+            return False
+        numbers = sorted(int(n) for n in names if n.isascii() and n.isdigit() and len(n) <= 10)
+        old = self._bare if base == self._base else {}
+        bare: dict[int, Irq] = {}
+        for irq in numbers:
+            got = old.get(irq) or _meta(base, irq)
+            if got is not None:
+                bare[irq] = got
+        if not bare:
+            self._forget("/sys/kernel/irq holds no IRQ with an action")
+            return False
+        self._base, self._nlink, self._bare, self._possible = base, nlink, bare, possible
+        self.fallback_reason = None
+        return True
+
+    def _recheck(self, base: str) -> bool:
+        """Read the followed IRQs' actions again; True when one changed."""
+        changed = False
+        for irq in list(self._paths):
+            got = _meta(base, irq)
+            if got != self._bare.get(irq):
+                changed = True
+                if got is None:
+                    self._bare.pop(irq, None)
+                else:
+                    self._bare[irq] = got
+        return changed
+
+    def _follow(self, want: Want) -> None:
+        self._want = want
+        self._paths = {irq: f"{self._base}/{irq}/per_cpu_count"
+                       for irq, info in self._bare.items() if want(irq, info.name)}
+        self._last = {k: v for k, v in self._last.items() if k in self._paths}
+
+    # --- one tick ------------------------------------------------------------------------
+
+    def _counts(self, online: Sequence[int]) -> InterruptTable | None:
+        possible = self._possible
+        n = len(possible)
+        if tuple(online) != self._online:  # the cached Irqs hold the old CPUs' counts
+            self._online, self._last = tuple(online), {}
+        if tuple(online) == possible:
+            pick: Callable[[list[int]], tuple[int, ...]] = tuple
+        else:
+            index = {c: i for i, c in enumerate(possible)}
+            if any(c not in index for c in online):
+                self.fallback_reason = "an online CPU is not among the possible ones"
+                return None
+            at = [index[c] for c in online]
+            getter = operator.itemgetter(*at) if at else None
+
+            def pick(vals: list[int]) -> tuple[int, ...]:
+                if getter is None:
+                    return ()
+                got = getter(vals)
+                return got if isinstance(got, tuple) else (got,)
+
+        irqs = dict(self._bare)
+        last = self._last
+        for irq, path in self._paths.items():
+            try:
+                text = _read(path)
+            except OSError:
+                return None  # gone since discovery
+            prev = last.get(irq)
+            if prev is not None and prev[0] == text:
+                irqs[irq] = prev[3]
+                continue
+            if not text.endswith("\n"):
+                self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
+                                        "PAGE_SIZE (too many CPUs for one page)")
+                return None
+            body = text[:-1]
+            hint = (0, 0)
+            delta: int | None = None
+            if prev is not None:
+                parsed = _parse(body, prev[1], prev[2], prev[4])
+                vals, hint, delta = parsed if parsed is not None else (None, hint, None)
+            else:
+                parts = body.split(",")
+                if len(parts) != n:
+                    self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
+                                            f"counts for {n} possible CPUs")
+                    return None
+                vals = _parse_all(parts)
+            if vals is None:
+                self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
+                return None
+            counts = pick(vals)
+            info = self._bare[irq]
+            total = prev[3].total if prev is not None and delta is not None and pick is tuple else None
+            total = sum(counts) if total is None or delta is None else total + delta
+            irqs[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, total)
+            last[irq] = (text, body, vals, got, hint)
+        self.fallback_reason = None
+        return InterruptTable(tuple(online), irqs)
+
+
+def _parse_all(parts: list[str]) -> list[int] | None:
+    """Every field as an unsigned 32-bit count, or None (checked with C-level calls: a
+    1,024-CPU line is 1,024 fields)."""
+    joined = "".join(parts)
+    if not (joined.isascii() and joined.isdigit()) or max(map(len, parts)) > 10 or min(map(len, parts)) == 0:
+        return None
+    vals = list(map(int, parts))
+    return vals if max(vals) < _U32 else None
+
+
+def _common(a: str, b: str, suffix: bool) -> int:
+    """Length of the common prefix (or suffix) of a and b, by halving: each step is one
+    C-level comparison of two slices, ~12 for a page."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        same = a[len(a) - mid:] == b[len(b) - mid:] if suffix else a[:mid] == b[:mid]
+        if same:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _parse(text: str, prev_text: str, prev_vals: list[int],
+           hint: tuple[int, int] = (0, 0)) -> tuple[list[int], tuple[int, int], int | None] | None:
+    """Only the fields between the first and the last character that differ from the
+    last read are parsed: a queue IRQ fires on a few CPUs, and the other ~1,000 fields
+    of its line repeat tick after tick. `hint` is the last tick's (common prefix, common
+    suffix): an IRQ fires on the same CPUs tick after tick, so two comparisons usually
+    confirm it; else they are found by halving. Returns the values (`prev_vals` updated in
+    place), the new hint, and how much their sum grew (None after a whole parse)."""
+    n = len(prev_vals)
+    pre, suf = hint
+    short = min(len(text), len(prev_text))
+    if not (0 < pre + suf <= short and text.startswith(prev_text[:pre])
+            and text.endswith(prev_text[len(prev_text) - suf:])):
+        pre = _common(text, prev_text, False)
+        suf = min(_common(text, prev_text, True), short - pre)
+    start = text.rfind(",", 0, pre) + 1  # the first changed field starts here
+    end = text.find(",", len(text) - suf)  # and the last one ends here
+    if end < 0:
+        end = len(text)
+    before = text.count(",", 0, start)
+    after = text.count(",", end)
+    mid = text[start:end].split(",")
+    if before + len(mid) + after != n:
+        parts = text.split(",")
+        got = _parse_all(parts) if len(parts) == n else None
+        return (got, (0, 0), None) if got is not None else None
+    got = _parse_all(mid)
+    if got is None:
+        return None
+    delta = sum(got) - sum(prev_vals[before:n - after])
+    prev_vals[before:n - after] = got
+    return prev_vals, (start, len(text) - end), delta

@@ -1,0 +1,198 @@
+"""Per-IRQ counts from /sys/kernel/irq/N/per_cpu_count equal those of /proc/interrupts.
+
+On the live host (its virtio_net eth0 has real MSI-X queue IRQs) both are read in one
+instant window: /proc/interrupts, sysfs, /proc/interrupts again, and every sysfs count
+must lie between the two readings of its CPU. On generated trees the sysfs and the
+/proc/interrupts source give the same snapshots, also when IRQs come and go between
+ticks, and when a per_cpu_count is cut at PAGE_SIZE (then /proc/interrupts is used).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nettop.collectors import cpus, interrupts
+from nettop.collectors.host import HostReader
+from nettop.collectors.irq_sysfs import SOURCE, SysfsIrqReader
+from nettop.kernel.sysroot import LIVE, SysRoot
+from nettop.model.rates import compute_rates
+from nettop.model.snapshot import Snapshot
+from treegen import generate_tree
+
+
+def _same(snap: Snapshot) -> Snapshot:
+    """What must not depend on the source: all but times, cost, the source's name and the
+    named rows (NMI, LOC, ...) that only /proc/interrupts has."""
+    table = dataclasses.replace(snap.interrupts, other={})
+    return dataclasses.replace(snap, t_mono=0.0, t_wall=0.0, read_cpu_s=0.0, irq_source=None,
+                               interrupts=table)
+
+
+def _without_sysfs(tree: Path, dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(tree, dest, symlinks=True)
+    shutil.rmtree(dest / "sys/kernel/irq")
+    return dest
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel/irq") or not os.path.isdir("/sys/class/net/eth0/device"),
+                    reason="needs the live host's /sys/kernel/irq and a NIC eth0")
+def test_live_sysfs_counts_lie_between_two_reads_of_proc_interrupts():
+    with HostReader(LIVE, ifnames=["eth0"]) as r:
+        snap = r.read()
+    assert snap.irq_source == SOURCE
+    qirqs = sorted({i for q in snap.queue_maps["eth0"].queues for i in q.irqs})
+    assert qirqs, "eth0 has no queue IRQ to compare"
+    want = set(qirqs)
+    online, _ = cpus.read_online_cpus(LIVE)
+    reader = SysfsIrqReader()
+
+    def follow(irq: int, name: str) -> bool:
+        return irq in want
+
+    reader.read(LIVE, online, follow)  # discovery outside the window
+    before, p1 = interrupts.read_interrupts(LIVE, lambda i, n: i in want)
+    mid = reader.read(LIVE, online, follow)
+    after, p2 = interrupts.read_interrupts(LIVE, lambda i, n: i in want)
+    assert not p1 and not p2 and mid is not None, reader.fallback_reason
+    assert mid.cpus == before.cpus == after.cpus
+    fired = 0
+    for irq in qirqs:
+        a, s, b = before.irqs[irq], mid.irqs[irq], after.irqs[irq]
+        assert (s.chip, s.hwirq, s.name) == (a.chip, a.hwirq, a.name)
+        assert a.counts is not None and s.counts is not None and b.counts is not None
+        for cpu, lo, got, hi in zip(mid.cpus, a.counts, s.counts, b.counts):
+            assert lo <= got <= hi, (irq, cpu, lo, got, hi)
+        fired += sum(s.counts)
+    assert fired > 0  # the comparison saw real interrupts, not only zeros
+    # every IRQ /proc/interrupts prints has the same chip, hwirq and name from sysfs
+    names = {i: (x.chip, x.hwirq, x.name) for i, x in mid.irqs.items()}
+    assert names == {i: (x.chip, x.hwirq, x.name) for i, x in after.irqs.items()}
+
+
+@pytest.mark.parametrize("kw", [
+    dict(cpus=16, irqs=200, queues=8, offline=(3, 9)),
+    dict(cpus=32, irqs=300, queues=8, nics=2, nodes=4),
+    dict(cpus=1024, irqs=300, queues=64, nics=2, nodes=4, sparse=True),
+], ids=["offline", "two-nics", "1024-cpus"])
+def test_sysfs_and_proc_interrupts_give_the_same_snapshots(tmp_path, kw):
+    trees = [generate_tree(tmp_path / f"s{k}", step=k, **kw) for k in range(2)]
+    plain = [_without_sysfs(t, tmp_path / f"p{k}") for k, t in enumerate(trees)]
+    got = {}
+    for label, pair in (("sysfs", trees), ("proc", plain)):
+        with HostReader(SysRoot(str(pair[0]))) as r0, HostReader(SysRoot(str(pair[1]))) as r1:
+            a, b = r0.read(), r1.read()
+        b = dataclasses.replace(b, t_mono=a.t_mono + 1.0)
+        got[label] = (a, b)
+    (sa, sb), (pa, pb) = got["sysfs"], got["proc"]
+    assert sa.irq_source == "/sys/kernel/irq" and pa.irq_source == "/proc/interrupts"
+    assert not sb.problems, sb.problems
+    assert _same(sa) == _same(pa) and _same(sb) == _same(pb)
+    assert compute_rates(sa, sb).irqs == compute_rates(pa, pb).irqs
+    followed = [i for i, x in sb.interrupts.irqs.items() if x.counts is not None]
+    assert len(followed) >= kw["queues"] * kw.get("nics", 1)
+
+
+def test_an_irq_added_or_removed_between_ticks_is_found(tmp_path):
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    pci = tree / "sys/devices/pci0000:80/0000:81:00.0"
+    with HostReader(SysRoot(str(tree))) as r:
+        first = r.read()
+        assert first.irq_source == SOURCE
+        assert [q.irqs for q in first.queue_maps["eth0"].queues] == [(24,), (25,), (26,), (27,)]
+        # channels 4 -> 3: queue 3's IRQ is freed (its sysfs directory and its line go)
+        shutil.rmtree(tree / "sys/kernel/irq/27")
+        (pci / "msi_irqs/27").unlink()
+        for d in ("rx-3", "tx-3"):
+            shutil.rmtree(tree / f"sys/class/net/eth0/queues/{d}")
+        text = (tree / "proc/interrupts").read_text().splitlines(keepends=True)
+        (tree / "proc/interrupts").write_text("".join(x for x in text if not x.startswith(" 27:")))
+        fewer = r.read()
+        assert 27 not in fewer.interrupts.irqs
+        assert [q.irqs for q in fewer.queue_maps["eth0"].queues] == [(24,), (25,), (26,)]
+        assert _same(fewer) == _same(_fresh(tree, tmp_path / "p1"))
+        # a new vector appears (hotplug, channels raised): IRQ 99 serves combined 3
+        d = tree / "sys/kernel/irq/99"
+        d.mkdir()
+        for f, v in (("actions", "mlx5_comp3@pci:0000:81:00.0"), ("chip_name", "PCI-MSIX-0000:81:00.0"),
+                     ("hwirq", "9"), ("name", "edge"), ("type", "edge"), ("wakeup", "disabled"),
+                     ("per_cpu_count", "1,2,3,4,5,6,7,8")):
+            (d / f).write_text(v + "\n")
+        (pci / "msi_irqs/99").write_text("msix\n")
+        for q in ("rx-3", "tx-3"):
+            (tree / f"sys/class/net/eth0/queues/{q}").mkdir()
+        lines = (tree / "proc/interrupts").read_text().splitlines(keepends=True)
+        at = next(i for i, x in enumerate(lines) if x.lstrip().startswith("NMI"))
+        lines.insert(at, " 99:" + "".join(f"{c:11d}" for c in range(1, 9))
+                     + "  PCI-MSIX-0000:81:00.0   9-edge      mlx5_comp3@pci:0000:81:00.0\n")
+        (tree / "proc/interrupts").write_text("".join(lines))
+        more = r.read()
+    assert more.irq_source == SOURCE
+    assert more.interrupts.irqs[99].counts == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert [q.irqs for q in more.queue_maps["eth0"].queues] == [(24,), (25,), (26,), (99,)]
+    assert _same(more) == _same(_fresh(tree, tmp_path / "p2"))
+
+
+def _fresh(tree: Path, dest: Path) -> Snapshot:
+    with HostReader(SysRoot(str(_without_sysfs(tree, dest)))) as r:
+        return r.read()
+
+
+def test_a_per_cpu_count_cut_at_page_size_falls_back_to_proc_interrupts(tmp_path):
+    # 1,024 CPUs with a 7-digit count each: 8 KB, more than the kernel's one page
+    tree = generate_tree(tmp_path / "t", cpus=1024, irqs=12, queues=4)
+    text = (tree / "sys/kernel/irq/24/per_cpu_count").read_text()
+    assert len(text) == 4095 and not text.endswith("\n")
+    online, _ = cpus.read_online_cpus(SysRoot(str(tree)))
+    reader = SysfsIrqReader()
+    assert reader.read(SysRoot(str(tree)), online, lambda i, n: "mlx5_comp" in n) is None
+    assert "PAGE_SIZE" in (reader.fallback_reason or "")
+    with HostReader(SysRoot(str(tree))) as r:
+        snap = r.read()
+    assert snap.irq_source == "/proc/interrupts" and not snap.problems
+    assert snap.interrupts.irqs[24].counts is not None
+
+
+def test_parsing_only_the_changed_fields_gives_the_whole_line():
+    import random
+
+    from nettop.collectors.irq_sysfs import _parse
+
+    rnd = random.Random(29)
+    for _ in range(3000):
+        n = rnd.randrange(1, 40)
+        old = [rnd.choice([0, 0, 5, 123, 99999, rnd.randrange(1 << 32)]) for _ in range(n)]
+        new = list(old)
+        for _ in range(rnd.randrange(0, 4)):  # a few CPUs' counts move, by any amount
+            i = rnd.randrange(n)
+            new[i] = rnd.choice([0, 1, 10, old[i] + 1, old[i] * 10 % (1 << 32), rnd.randrange(1 << 32)])
+        text, prev = ",".join(map(str, new)), ",".join(map(str, old))
+        got = _parse(text, prev, list(old))
+        assert got is not None and got[0] == new
+        assert got[2] is None or got[2] == sum(new) - sum(old)  # the total's change
+        # the last tick's span as a hint, right or wrong, gives the same values
+        for hint in (got[1], (rnd.randrange(len(prev) + 1), rnd.randrange(len(prev) + 1))):
+            again = _parse(text, prev, list(old), hint)
+            assert again is not None and again[0] == new, (text, prev, hint)
+    assert _parse("1,x,3", "1,2,3", [1, 2, 3]) is None
+    assert _parse("1,2", "1,2,3", [1, 2, 3]) is None  # a field lost: not n counts
+    assert _parse("1,4294967296,3", "1,2,3", [1, 2, 3]) is None  # wider than the kernel's u32
+
+
+@pytest.mark.parametrize("offline", [(), (5,)])
+def test_a_tree_that_advances_under_one_reader_matches_proc_interrupts(tmp_path, offline):
+    kw = dict(cpus=16, irqs=60, queues=8, offline=offline)
+    tree = generate_tree(tmp_path / "t", step=0, **kw)
+    with HostReader(SysRoot(str(tree))) as r:
+        r.read()
+        for step in (1, 2, 3):  # the same files rewritten: only changed fields are parsed
+            generate_tree(tree, step=step, **kw)
+            snap = r.read()
+            assert snap.irq_source == SOURCE
+            assert _same(snap) == _same(_fresh(tree, tmp_path / f"p{step}"))
