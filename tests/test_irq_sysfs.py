@@ -26,11 +26,16 @@ from treegen import generate_tree
 
 
 def _same(snap: Snapshot) -> Snapshot:
-    """What must not depend on the source: all but times, cost, the source's name and the
-    named rows (NMI, LOC, ...) that only /proc/interrupts has."""
+    """What must not depend on the source: all but times (the snapshot's and the tick
+    each setting was read at), cost, the source's name and the named rows (NMI, LOC, ...)
+    that only /proc/interrupts has."""
     table = dataclasses.replace(snap.interrupts, other={})
+    devices = {n: dataclasses.replace(d, queues=tuple(dataclasses.replace(q, read_at=None) for q in d.queues),
+                                      bql=tuple(dataclasses.replace(b, read_at=None) for b in d.bql))
+               for n, d in snap.devices.items()}
+    affinity = {i: dataclasses.replace(a, read_at=None) for i, a in snap.irq_affinity.items()}
     return dataclasses.replace(snap, t_mono=0.0, t_wall=0.0, read_cpu_s=0.0, irq_source=None,
-                               interrupts=table)
+                               interrupts=table, devices=devices, irq_affinity=affinity)
 
 
 def _without_sysfs(tree: Path, dest: Path) -> Path:
