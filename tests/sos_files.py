@@ -99,3 +99,17 @@ def interrupts(top: Path) -> dict[str, tuple[str, list[int]]]:
         if head.strip().isdigit():
             out[head.strip()] = (fields[-1], [int(x) for x in fields[:ncpu]])
     return out
+
+
+def ip_links(top: Path) -> dict[str, dict[str, int | str]]:
+    """Interface -> ifindex, mtu, operstate (lower case), txqueuelen from `ip -s -d link`."""
+    out: dict[str, dict[str, int | str]] = {}
+    for line in (top / "sos_commands/networking/ip_-s_-d_link").read_text().splitlines():
+        if not line[:1].isdigit():
+            continue
+        idx, name, rest = line.split(": ", 2)
+        w = rest.split()
+        out[name.split("@")[0]] = {"ifindex": int(idx), "mtu": int(w[w.index("mtu") + 1]),
+                                   "operstate": w[w.index("state") + 1].lower(),
+                                   "txqueuelen": int(w[w.index("qlen") + 1])}
+    return out

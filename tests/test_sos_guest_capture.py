@@ -57,3 +57,14 @@ def test_cpus_are_not_gone_and_irq_rates_are_null_without_uptime(capsys):
     assert d["irqs"]
     for irq, got in d["irqs"].items():
         assert got["count"] == sum(table[irq][1]) and got["per_s"] is None and got["per_cpu_per_s"] == {}
+
+
+def test_ifindex_mtu_state_and_qlen_come_from_ip_link_not_zeros(capsys):
+    d = doc(capsys)
+    links = sf.ip_links(TREE)
+    assert set(links) == set(d["interfaces"]) == {"lo", "eth0", "eth1"}
+    for name, want in links.items():
+        iface = d["interfaces"][name]
+        assert {k: iface[k] for k in want} == want, name
+        assert d["setting_sources"][f"{name} link"] == "sos_commands/networking/ip_-s_-d_link"
+    assert d["interfaces"]["eth0"]["mtu"] == 1500 and d["interfaces"]["eth1"]["operstate"] == "up"

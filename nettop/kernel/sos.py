@@ -9,6 +9,8 @@ plus `sos_commands/PLUGIN/COMMAND` text outputs. nettop reads from those:
     sos_commands/networking/ethtool_-g_IF         ring sizes
     sos_commands/networking/ethtool_-l_IF         channels
     sos_commands/networking/ethtool_-i_IF         driver (sysfs's device/driver link is not kept)
+    sos_commands/networking/ip_-s_-d_link         ifindex, MTU, state, qlen of interfaces whose
+                                                  sysfs folder sos kept without those files
 
 each parsed from the ethtool CLI's text into the names the ethtool ioctl gives live
 ("rx-usecs", "rx-max", "combined"), with "n/a" as the 0 the ioctl returns for it.
@@ -174,3 +176,46 @@ def nic_driver(root_path: str, ifname: str) -> tuple[str | None, str | None]:
         if sep and key.strip() == "driver" and value.strip():
             return value.strip(), rel
     return None, None
+
+
+IP_LINK = "ip_-s_-d_link"
+_LINK_HEAD = re.compile(r"^(\d+): ([^:@\s]+)(?:@\S*)?: <[^>]*>(.*)$")
+
+
+def ip_link_file(root_path: str) -> str | None:
+    """Path (relative to the root) of the saved `ip -s -d link` output, if any."""
+    for d in _CMD_DIRS:
+        rel = f"{d}/{IP_LINK}"
+        if os.path.isfile(os.path.join(root_path, rel)):
+            return rel
+    return None
+
+
+@lru_cache(maxsize=8)
+def ip_links(root_path: str) -> dict[str, dict[str, int | str]]:
+    """Interface -> {"ifindex", "mtu", "operstate", "txqueuelen"} from the saved
+    `ip -s -d link` ({} when absent): sos copies an interface's statistics/ and flags but
+    not its ifindex, mtu, operstate or tx_queue_len, which were shown as 0 and "unknown"."""
+    rel = ip_link_file(root_path)
+    if rel is None:
+        return {}
+    try:
+        text = _read(root_path, rel)
+    except OSError:
+        return {}
+    out: dict[str, dict[str, int | str]] = {}
+    for line in text.splitlines():
+        m = _LINK_HEAD.match(line)
+        if not m:
+            continue
+        info: dict[str, int | str] = {"ifindex": int(m.group(1))}
+        words = m.group(3).split()
+        for key, field in (("mtu", "mtu"), ("qlen", "txqueuelen"), ("state", "operstate")):
+            if key in words[:-1]:
+                value = words[words.index(key) + 1]
+                if field == "operstate":
+                    info[field] = value.lower()
+                elif value.isascii() and value.isdigit() and len(value) <= 10:
+                    info[field] = int(value)
+        out.setdefault(m.group(2), info)
+    return out

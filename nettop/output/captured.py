@@ -157,6 +157,8 @@ def setting_sources(root: SysRoot, doc: dict[str, Any]) -> dict[str, str]:
     for ifname in doc["interfaces"]:
         for what, src in sos.nic_settings(root.path, ifname)[3].items():
             out[f"{ifname} {what}"] = src
+        if ifname in sos.ip_links(root.path) and not os.path.isfile(root.join(f"sys/class/net/{ifname}/mtu")):
+            out[f"{ifname} link"] = sos.ip_link_file(root.path) or ""  # ifindex, mtu, state, qlen
         driver, src_i = sos.nic_driver(root.path, ifname)
         if src_i is not None and driver == doc["interfaces"][ifname]["driver"] and \
                 not os.path.exists(root.join(f"sys/class/net/{ifname}/device/driver")):

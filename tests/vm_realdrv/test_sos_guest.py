@@ -101,6 +101,11 @@ def test_sos_1_interfaces_and_nic_settings_under_iperf3_match_the_archive(nics, 
             want = int((stats / f).read_text()) if stats.is_dir() else netdev[name][sf.NETDEV_COLUMN[f]]
             assert v == want, (name, f)
         assert iface["rx_bytes_per_s"] is None and iface["tx_bytes_per_s"] is None  # no uptime in sos
+    links = sf.ip_links(top)  # what sysfs files sos did not keep, `ip -s -d link` says
+    for name, iface in doc["interfaces"].items():
+        if not (top / "sys/class/net" / name / "mtu").is_file():
+            assert {k: iface[k] for k in links[name]} == links[name], name
+            assert doc["setting_sources"][f"{name} link"] == "sos_commands/networking/ip_-s_-d_link"
     for name in mine:  # sos ran under the load: the archive holds its bytes
         assert doc["interfaces"][name]["counters"]["rx_bytes"] > before[name] + 1_000_000, name
 
