@@ -9,11 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
 
+import sos_files as sf
 from nettop.cli import main
 
 pytestmark = [
@@ -33,19 +33,12 @@ def sos_archive(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sos")
     with _lab.veth_lab(queues=4) as lab:
         p = subprocess.run(["sos", "report", "--batch", "-q", "--only-plugins",
-                            "networking,kernel,processor", "--tmp-dir", str(tmp)],
+                            sf.SOS_PLUGINS, "--tmp-dir", str(tmp)],
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stderr
         host_if = lab.host_if
     arc = next(tmp.glob("sosreport-*.tar.xz"))
-    out = tmp / "x"
-    with tarfile.open(arc) as tar:
-        for m in tar:
-            if m.isfile() or m.isdir():  # the test's own, plain extraction
-                tar.extract(m, out)
-            elif m.issym() and not m.linkname.startswith("/"):
-                tar.extract(m, out)
-    (top,) = [d for d in out.iterdir() if d.is_dir()]
+    top = sf.extract(arc, tmp / "x")  # the test's own, plain extraction
     return arc, top, host_if
 
 
@@ -55,28 +48,10 @@ def _doc(capsys, root: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def _kv(text: str, sep: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        k, s, v = line.partition(sep)
-        if s:
-            out.setdefault(k.strip(), v.strip())
-    return out
-
-
-def _ethtool_blocks(text: str) -> tuple[dict[str, str], dict[str, str]]:
-    head, _, cur = text.partition("Current hardware settings:")
-    return _kv(head.partition("Pre-set maximums:")[2], ":"), _kv(cur, ":")
-
-
-def _n(v: str) -> int:
-    return 0 if v in ("n/a", "off") else 1 if v == "on" else int(v)
-
-
 def test_every_figure_nettop_shows_for_a_sosreport_matches_the_archive(sos_archive, capsys):
     arc, top, host_if = sos_archive
     doc = _doc(capsys, str(arc))
-    sysctl = _kv((top / "sos_commands/kernel/sysctl_-a").read_text(), " = ")
+    sysctl = sf.kv((top / "sos_commands/kernel/sysctl_-a").read_text(), " = ")
     assert doc["host"] == sysctl["kernel.hostname"] and doc["kernel"] == sysctl["kernel.osrelease"]
 
     # sysctls: from the proc/sys file where sos copied it, else from `sysctl -a`, and said so
@@ -93,10 +68,7 @@ def test_every_figure_nettop_shows_for_a_sosreport_matches_the_archive(sos_archi
     assert doc["host_config"]["default_qdisc"] == sysctl["net.core.default_qdisc"]
 
     # interfaces: every one sysfs or /proc/net/dev lists, counters from the archive's files
-    netdev = {}
-    for line in (top / "proc/net/dev").read_text().splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        netdev[name.strip()] = [int(x) for x in rest.split()]
+    netdev = sf.proc_net_dev(top)
     assert host_if in doc["interfaces"] and set(netdev) <= set(doc["interfaces"])
     for name, iface in doc["interfaces"].items():
         stats = top / "sys/class/net" / name / "statistics"
@@ -104,9 +76,7 @@ def test_every_figure_nettop_shows_for_a_sosreport_matches_the_archive(sos_archi
             if stats.is_dir():
                 assert v == int((stats / f).read_text()), (name, f)
             else:
-                col = {"rx_bytes": 0, "rx_packets": 1, "rx_errors": 2, "rx_dropped": 3,
-                       "tx_bytes": 8, "tx_packets": 9, "tx_errors": 10, "tx_dropped": 11}[f]
-                assert v == netdev[name][col], (name, f)
+                assert v == netdev[name][sf.NETDEV_COLUMN[f]], (name, f)
         # no uptime in these plugins: rates are unknown, never 0
         assert iface["rx_bytes_per_s"] is None and iface["tx_packets_per_s"] is None
 
@@ -114,19 +84,12 @@ def test_every_figure_nettop_shows_for_a_sosreport_matches_the_archive(sos_archi
         cmd = top / "sos_commands/networking"
         g, c, l = (cmd / f"ethtool_-g_{name}", cmd / f"ethtool_-c_{name}", cmd / f"ethtool_-l_{name}")
         if l.is_file() and "Current hardware settings" in l.read_text():
-            mx, cur = _ethtool_blocks(l.read_text())
-            want = {**{f"{k.lower()}-max": _n(v) for k, v in mx.items()}, **{k.lower(): _n(v) for k, v in cur.items()}}
-            assert iface["channels"] == want, name
+            assert iface["channels"] == sf.channels(l.read_text()), name
             assert doc["setting_sources"][f"{name} channels"] == f"sos_commands/networking/ethtool_-l_{name}"
         if g.is_file() and "Current hardware settings" in g.read_text():
-            mx, cur = _ethtool_blocks(g.read_text())
-            assert iface["rings"] == {"rx-max": _n(mx["RX"]), "tx-max": _n(mx["TX"]),
-                                      "rx": _n(cur["RX"]), "tx": _n(cur["TX"])}, name
+            assert iface["rings"] == sf.rings(g.read_text()), name
         if c.is_file() and "rx-usecs:" in c.read_text():
-            kv = _kv(c.read_text(), ":")
-            m = re.search(r"Adaptive RX:\s*(\S+)\s+TX:\s*(\S+)", c.read_text())
-            assert iface["coalesce"] == {"adaptive-rx": _n(m.group(1)), "adaptive-tx": _n(m.group(2)),
-                                         **{k: _n(kv[k]) for k in ("rx-usecs", "rx-frames", "tx-usecs", "tx-frames")}}
+            assert iface["coalesce"] == sf.coalesce(c.read_text()), name
     # what sos's sysfs copy lacks, from `ip -s -d link` and `tc -s qdisc show`, said so
     net = top / "sos_commands/networking"
     heads = {m.group(2): m for m in re.finditer(
@@ -149,10 +112,8 @@ def test_every_figure_nettop_shows_for_a_sosreport_matches_the_archive(sos_archi
         doc["interfaces"][host_if]["channels"]["tx"] == 4
 
     # per CPU: softnet and NET_RX/NET_TX totals against the archive's proc files
-    softnet = [[int(x, 16) for x in line.split()] for line in
-               (top / "proc/net/softnet_stat").read_text().splitlines()]
-    sirq = {line.split(":")[0].strip(): [int(x) for x in line.split(":")[1].split()]
-            for line in (top / "proc/softirqs").read_text().splitlines()[1:]}
+    softnet = sf.softnet(top)
+    sirq = sf.softirqs(top)
     by_cpu = {c["cpu"]: c for c in doc["cpus"]}
     for i, row in enumerate(softnet):
         cpu = row[12] if len(row) >= 13 else i

@@ -261,16 +261,18 @@ class HostReader:
             problems.extend(probs)
             self._static[key] = info
         coalesce = rings = channels = None
+        driver = info.driver or link.driver
         if self._ethtool is not None:
             coalesce, rings, channels, p3 = nic_settings.read_nic_settings(self._ethtool, name)
             problems.extend(p3)
         elif not self.root.live:  # a sosreport's or `nettop capture`'s saved ethtool output
             from nettop.kernel import sos
             coalesce, rings, channels, _ = sos.nic_settings(self.root.path, name)
+            driver = driver or sos.nic_driver(self.root.path, name)[0]
         return DeviceConfig(
             ifname=name,
             numa_node=info.numa_node,
-            driver=info.driver or link.driver,
+            driver=driver,
             bus_info=info.bus_info,
             queues=qc,
             bql=bq,

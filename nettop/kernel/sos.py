@@ -13,6 +13,7 @@ plus `sos_commands/PLUGIN/COMMAND` text outputs. nettop reads from those:
     sos_commands/networking/tc_-s_qdisc_show      qdiscs and their counters
     sos_commands/networking/ip_-s_-d_link         ifindex, MTU, txqueuelen, state, kind, queue
                                                   counts (sos copies sysfs without them)
+    sos_commands/networking/ethtool_-i_IF         driver (sysfs's device/driver link is not kept)
 
 each parsed from the ethtool CLI's text into the names the ethtool ioctl gives live
 ("rx-usecs", "rx-max", "combined"), with "n/a" as the 0 the ioctl returns for it.
@@ -163,6 +164,23 @@ def nic_settings(root_path: str, ifname: str) -> tuple[
             sources[what] = rel
         results.append(value)
     return results[0], results[1], results[2], sources
+
+
+def nic_driver(root_path: str, ifname: str) -> tuple[str | None, str | None]:
+    """(driver, the file it came from) of one NIC from its saved `ethtool -i` output:
+    sos copies no device/driver link, and without it a NIC's driver went unnamed."""
+    rel = command_file(root_path, "-i", ifname)
+    if rel is None:
+        return None, None
+    try:
+        text = _read(root_path, rel)
+    except OSError:
+        return None, None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "driver" and value.strip():
+            return value.strip(), rel
+    return None, None
 
 
 IP_LINK = "ip_-s_-d_link"

@@ -151,7 +151,10 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
         a, b = prev.cpu_times.get(cpu), cur.cpu_times.get(cpu)
         if b is None and a is None and cpu not in cur.softnet:
             continue
-        presence = Presence.BOTH if (a and b) else (Presence.NEW if b else Presence.GONE)
+        # a CPU is there when /proc/stat or softnet_stat lists it: a sosreport keeps no
+        # /proc/stat, and its CPUs were shown "gone" while their softnet totals were read
+        had, has = a is not None or cpu in prev.softnet, b is not None or cpu in cur.softnet
+        presence = Presence.BOTH if (had and has) else (Presence.NEW if has else Presence.GONE)
         if b is not None and cur.online_cpus and cpu not in cur.online_cpus:
             # listed by /proc/stat or softnet_stat but offline by sysfs (a captured tree
             # taken file by file, or a CPU going down mid-read): its figures are not shown

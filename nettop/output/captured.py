@@ -130,7 +130,8 @@ def _unknown_rates(node: Any) -> None:
     """Every rate and share in the document to null: there is no interval to divide by."""
     if isinstance(node, dict):
         for k, v in node.items():
-            if isinstance(k, str) and (k.endswith("_per_s") or k.endswith("_pct")) and not isinstance(v, (dict, list)):
+            # an IRQ's rate is plain "per_s": it was left at 0.0 when the rest went null
+            if isinstance(k, str) and (k.endswith("per_s") or k.endswith("_pct")) and not isinstance(v, (dict, list)):
                 node[k] = None
             elif k == "per_cpu_per_s":
                 node[k] = {}
@@ -175,4 +176,8 @@ def setting_sources(root: SysRoot, doc: dict[str, Any]) -> dict[str, str]:
         stats_src = sos.ethtool_stats(root.path, ifname)[1]
         if stats_src is not None and iface.get("queue_stats_source") == "ethtool-stats":
             out[f"{ifname} queue counters"] = stats_src
+        driver, src_i = sos.nic_driver(root.path, ifname)
+        if src_i is not None and driver == doc["interfaces"][ifname]["driver"] and \
+                not os.path.exists(root.join(f"sys/class/net/{ifname}/device/driver")):
+            out[f"{ifname} driver"] = src_i
     return out
