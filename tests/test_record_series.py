@@ -7,6 +7,7 @@ import csv
 import dataclasses
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -240,6 +241,12 @@ def test_replay_and_report_show_the_step_and_seek_finds_the_first_of_a_repeated_
     p = subprocess.run([*NETTOP, "report", d, "--no-plots"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "| problem | wall clock stepped back 1:00:00 (NTP or date -s)" in p.stdout
+    # the minute before the step is found on the monotonic clock (by wall time it was an
+    # hour later, and the window came out empty: "– → ..."), and the span leaves the step out
+    row = next(ln for ln in p.stdout.splitlines() if "wall clock stepped back" in ln)
+    assert row.split(" | ")[3].startswith("0 bit/s → "), row
+    span = re.search(r"UTC \((-?[0-9.]+) min\)", p.stdout)
+    assert span is not None and 0 <= float(span.group(1)) < 1, p.stdout[:400]
 
 
 def test_position_over_a_stepped_index_is_pure():

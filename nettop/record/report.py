@@ -29,7 +29,11 @@ def _rate(v: float) -> str:
 
 
 def render(meta: dict[str, str], series: list[Figures], events: list[Event], warnings: list[str],
-           plots: bool = True) -> str:
+           plots: bool = True, at: list[float] | None = None, stepped_s: float = 0.0) -> str:
+    """`at`: the monotonic time of each event's sample (Recordings.placed_events), so the
+    minute before and after an event is found on the clock that never steps; without it
+    the events' wall times are used. `stepped_s`: what the wall clock's steps added up to,
+    left out of the span."""
     out: list[str] = []
     host = meta.get("host", "?")
     out.append(f"# nettop recording: {host}\n")
@@ -37,7 +41,7 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
         out.append("No two intact samples: nothing to report.\n")
         out += [f"> {w}\n" for w in warnings]
         return "\n".join(out)
-    span = series[-1].t_wall - series[0].t_wall
+    span = series[-1].t_wall - series[0].t_wall - stepped_s
     out.append(f"- kernel {meta.get('kernel', '?')}, {len(series) + 1} samples every "
                f"{float(meta.get('interval_s', 1)):g} s, {_when(series[0].t_wall)} to {_when(series[-1].t_wall)} "
                f"({span / 60:.1f} min)")
@@ -69,9 +73,15 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
         out.append(f"Figures are averages over {WINDOW_S:g} s before and after (RTT: worst).\n")
         out.append("| when | kind | what | throughput before → after | top softirq | drops | RTT |")
         out.append("|---|---|---|---|---|---|---|")
+        monos = dict(zip(map(id, events), at)) if at is not None and len(at) == len(events) else {}
         for e in shown:
-            before = summary(window(series, e.t_wall - WINDOW_S, e.t_wall))
-            after = summary(window(series, e.t_wall, e.t_wall + WINDOW_S))
+            m = monos.get(id(e))
+            if m is None:
+                before = summary(window(series, e.t_wall - WINDOW_S, e.t_wall))
+                after = summary(window(series, e.t_wall, e.t_wall + WINDOW_S))
+            else:
+                before = summary([f for f in series if m - WINDOW_S <= f.t_mono < m])
+                after = summary([f for f in series if m <= f.t_mono < m + WINDOW_S])
             cells = [f"{format_value(k, before[k])} → {format_value(k, after[k])}"
                      for k in ("throughput", "softirq", "drops", "rtt")]
             text = e.text.replace("|", "\\|")
@@ -110,7 +120,14 @@ def build(reader: Recording, plots: bool = True) -> str:
     series = [figures(s, r) for s, r in tail.feed(pairs(reader))]
     from nettop.doctor import DoctorConfig
     config = DoctorConfig.from_meta(reader.meta)  # the target the recorded findings were judged by
-    out = render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events(), config)
+    events, at, stepped = reader.events(), None, 0.0
+    placed = getattr(reader, "placed_events", None)  # a `record --dir` series (or one file read as one)
+    if placed is not None:
+        pairs_ = placed()
+        events = [e for _, e in pairs_]
+        at = [reader.index[pos].t_mono for pos, _ in pairs_]
+        stepped = sum(st.seconds for st in getattr(reader, "clock_steps", []))
+    out = render(reader.meta, series, events, reader.warnings, plots, at, stepped) + tail.markdown(events, config)
     if reader.meta.get("experiment"):
         from nettop.experiment.table import from_events, markdown
         rows = from_events([e.text for e in reader.events() if e.kind == "experiment"])
