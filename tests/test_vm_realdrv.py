@@ -20,7 +20,7 @@ from vm import realdrv
 
 pytestmark = pytest.mark.vm
 
-GUEST_TESTS = 8
+GUEST_TESTS = 12  # test_real_drivers.py 8, test_survive_guest.py 4
 
 
 @pytest.mark.timeout(2700)
