@@ -263,6 +263,11 @@ def test_position_over_a_stepped_index_is_pure():
     assert wallclock.position(idx, 75) == 4  # between 51 and 103 of the second run
     gap = [S(100, 0), S(102, 2), S(50, 3), S(51, 4)]
     assert wallclock.position(gap, 75) == 3  # no run covers it: the latest sample before it
+    # `date -s` +1 h, then back: 103.5 was stepped over at first, read after the step back
+    idx = [S(100, 0), S(101, 1), S(200, 2), S(201, 3), S(103, 4), S(104, 5)]
+    assert wallclock.position(idx, 103.5) == 4
+    assert wallclock.position(idx, 101.5) == 1  # read before the step forward
+    assert wallclock.position(idx, 200.5) == 2
 
 
 def test_replay_at_a_time_outside_the_recording_says_so_in_one_line(series, monkeypatch, capsys):
