@@ -7,6 +7,7 @@ import csv
 import dataclasses
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -240,6 +241,12 @@ def test_replay_and_report_show_the_step_and_seek_finds_the_first_of_a_repeated_
     p = subprocess.run([*NETTOP, "report", d, "--no-plots"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "| problem | wall clock stepped back 1:00:00 (NTP or date -s)" in p.stdout
+    # the minute before the step is found on the monotonic clock (by wall time it was an
+    # hour later, and the window came out empty: "– → ..."), and the span leaves the step out
+    row = next(ln for ln in p.stdout.splitlines() if "wall clock stepped back" in ln)
+    assert row.split(" | ")[3].startswith("0 bit/s → "), row
+    span = re.search(r"UTC \((-?[0-9.]+) min\)", p.stdout)
+    assert span is not None and 0 <= float(span.group(1)) < 1, p.stdout[:400]
 
 
 def test_position_over_a_stepped_index_is_pure():
@@ -256,6 +263,11 @@ def test_position_over_a_stepped_index_is_pure():
     assert wallclock.position(idx, 75) == 4  # between 51 and 103 of the second run
     gap = [S(100, 0), S(102, 2), S(50, 3), S(51, 4)]
     assert wallclock.position(gap, 75) == 3  # no run covers it: the latest sample before it
+    # `date -s` +1 h, then back: 103.5 was stepped over at first, read after the step back
+    idx = [S(100, 0), S(101, 1), S(200, 2), S(201, 3), S(103, 4), S(104, 5)]
+    assert wallclock.position(idx, 103.5) == 4
+    assert wallclock.position(idx, 101.5) == 1  # read before the step forward
+    assert wallclock.position(idx, 200.5) == 2
 
 
 def test_replay_at_a_time_outside_the_recording_says_so_in_one_line(series, monkeypatch, capsys):

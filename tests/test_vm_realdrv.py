@@ -21,7 +21,7 @@ from vm import realdrv
 
 pytestmark = pytest.mark.vm
 
-GUEST_TESTS = 11  # test_real_drivers.py 8, test_sos_guest.py 3
+GUEST_TESTS = 15  # test_real_drivers.py 8, test_sos_guest.py 3, test_survive_guest.py 4
 
 
 @pytest.mark.timeout(3600)
@@ -30,7 +30,7 @@ def test_the_real_driver_tier_passes_and_its_recording_replays(tmp_path):
     if reason:
         pytest.skip(reason)
     try:
-        outcome = realdrv.run(timeout=2700)  # test_sos_guest.py's sos report alone took 322 s
+        outcome = realdrv.run(timeout=3300)  # sos report ~6 min and the survive checks ~5-10 min of it
     except RuntimeError as exc:
         pytest.fail(str(exc))
     tail = outcome.output[-8000:]

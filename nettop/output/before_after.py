@@ -38,6 +38,7 @@ class Figures:
     worst_rtt_ms: float | None
     worst_loss_pct: float | None
     irq_s: float = 0.0  # interrupts of the NIC queues' IRQs
+    t_mono: float = 0.0  # the sample's monotonic time: windows that a wall clock step cannot bend
 
 
 def figures(snap: Snapshot, rates: Rates) -> Figures:
@@ -57,7 +58,7 @@ def figures(snap: Snapshot, rates: Rates) -> Figures:
     nic_irqs = {i for name, m in snap.queue_maps.items() if name in links for q in m.queues for i in q.irqs}
     irq = sum(r.per_s or 0.0 for i, r in rates.irqs.items() if i in nic_irqs)
     return Figures(snap.t_wall, rates.elapsed_s, rx, tx, busiest, top[0], top[1], drops, squeeze,
-                   max(rtts, default=None), max(losses, default=None), irq)
+                   max(rtts, default=None), max(losses, default=None), irq, snap.t_mono)
 
 
 def is_aggregate(snap: Snapshot, name: str) -> bool:

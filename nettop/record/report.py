@@ -29,7 +29,11 @@ def _rate(v: float) -> str:
 
 
 def render(meta: dict[str, str], series: list[Figures], events: list[Event], warnings: list[str],
-           plots: bool = True) -> str:
+           plots: bool = True, at: list[float] | None = None, stepped_s: float = 0.0) -> str:
+    """`at`: the monotonic time of each event's sample (Recordings.placed_events), so the
+    minute before and after an event is found on the clock that never steps; without it
+    the events' wall times are used. `stepped_s`: what the wall clock's steps added up to,
+    left out of the span."""
     out: list[str] = []
     host = meta.get("host", "?")
     out.append(f"# nettop recording: {host}\n")
@@ -37,7 +41,7 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
         out.append("No two intact samples: nothing to report.\n")
         out += [f"> {w}\n" for w in warnings]
         return "\n".join(out)
-    span = series[-1].t_wall - series[0].t_wall
+    span = series[-1].t_wall - series[0].t_wall - stepped_s
     if meta.get("captured") == "1":  # `nettop record --root ARCHIVE`: boot and capture, not a series
         out.append(f"- kernel {meta.get('kernel', '?')}, a captured host (not live), captured "
                    f"{_when(series[-1].t_wall)}: {meta.get('capture_note', 'figures between its two points')}")
@@ -73,9 +77,15 @@ def render(meta: dict[str, str], series: list[Figures], events: list[Event], war
         out.append(f"Figures are averages over {WINDOW_S:g} s before and after (RTT: worst).\n")
         out.append("| when | kind | what | throughput before → after | top softirq | drops | RTT |")
         out.append("|---|---|---|---|---|---|---|")
+        monos = dict(zip(map(id, events), at)) if at is not None and len(at) == len(events) else {}
         for e in shown:
-            before = summary(window(series, e.t_wall - WINDOW_S, e.t_wall))
-            after = summary(window(series, e.t_wall, e.t_wall + WINDOW_S))
+            m = monos.get(id(e))
+            if m is None:
+                before = summary(window(series, e.t_wall - WINDOW_S, e.t_wall))
+                after = summary(window(series, e.t_wall, e.t_wall + WINDOW_S))
+            else:
+                before = summary([f for f in series if m - WINDOW_S <= f.t_mono < m])
+                after = summary([f for f in series if m <= f.t_mono < m + WINDOW_S])
             cells = [f"{format_value(k, before[k])} → {format_value(k, after[k])}"
                      for k in ("throughput", "softirq", "drops", "rtt")]
             text = e.text.replace("|", "\\|")
@@ -123,7 +133,14 @@ def build(reader: Recording, plots: bool = True) -> str:
         tail.points.appendleft(Point(first, None))
         config = dataclasses.replace(
             config, window_s=tail.points[-1].snapshot.t_mono - first.t_mono + 1.0)
-    out = render(reader.meta, series, reader.events(), reader.warnings, plots) + tail.markdown(reader.events(), config)
+    events, at, stepped = reader.events(), None, 0.0
+    placed = getattr(reader, "placed_events", None)  # a `record --dir` series (or one file read as one)
+    if placed is not None:
+        pairs_ = placed()
+        events = [e for _, e in pairs_]
+        at = [reader.index[pos].t_mono for pos, _ in pairs_]
+        stepped = sum(st.seconds for st in getattr(reader, "clock_steps", []))
+    out = render(reader.meta, series, events, reader.warnings, plots, at, stepped) + tail.markdown(events, config)
     if reader.meta.get("experiment"):
         from nettop.experiment.table import from_events, markdown
         rows = from_events([e.text for e in reader.events() if e.kind == "experiment"])

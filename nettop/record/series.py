@@ -190,6 +190,12 @@ class Recordings:
     def events(self) -> list[Event]:
         """Every file's events in recorded order, with a `problem` where the wall clock
         was stepped; events of samples outside since/until are left out."""
+        return [e for _, e in self.placed_events()]
+
+    def placed_events(self) -> list[tuple[int, Event]]:
+        """events() with the index position of the sample each belongs to, so that a
+        report can find "the minute before" on the monotonic clock: a wall time from
+        before a step back may name two moments, or none that was recorded."""
         placed: list[tuple[int, int, Event]] = []
         for f, local in enumerate(self._local):
             if not local:
@@ -202,7 +208,7 @@ class Recordings:
         for step in self._steps:
             placed.append((step.pos, -1, Event(self.index[step.pos].t_wall, "problem", step.text())))
         placed.sort(key=lambda p: (p[0], p[1]))  # stable: a file's own order stays
-        return [e for _, _, e in placed]
+        return [(pos, e) for pos, _, e in placed]
 
     @property
     def clock_steps(self) -> list[wallclock.Step]:

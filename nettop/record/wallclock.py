@@ -102,17 +102,30 @@ def position(index: Sequence[Timed], t_wall: float, spans: list[tuple[int, int]]
     """Position of the last sample at or before wall time `t_wall` (0 if none).
 
     Where the wall clock went back, a wall time can have happened twice: the first
-    time, in recorded order, is the one found. A time nothing covers (the recorder was
-    not running) finds the last sample before it."""
+    time, in recorded order, is the one found. A time the clock stepped forward over
+    was not read there, so a later stretch that did read it (after a step back: `date
+    -s` +1 h, then back) is the one found; if none did, the sample before the step. A
+    time nothing covers (the recorder was not running) finds the last sample before it."""
     spans = runs(index) if spans is None else spans
     best, best_t = 0, float("-inf")
+    skipped: int | None = None
     for start, stop in spans:
         first, last = index[start].t_wall, index[stop - 1].t_wall
         if first <= t_wall <= last:
-            return bisect.bisect_right(index, t_wall, start, stop, key=lambda s: s.t_wall) - 1
+            p = bisect.bisect_right(index, t_wall, start, stop, key=lambda s: s.t_wall) - 1
+            if p + 1 < stop and _stepped_over(index[p], index[p + 1], t_wall):
+                skipped = p if skipped is None else skipped
+                continue
+            return p
         if best_t < last <= t_wall:
             best, best_t = stop - 1, last
-    return best
+    return best if skipped is None else skipped
+
+
+def _stepped_over(a: Timed, b: Timed, t_wall: float) -> bool:
+    """The wall clock stepped forward between samples a and b, past t_wall unread."""
+    d_mono = b.t_mono - a.t_mono
+    return d_mono >= 0 and (b.t_wall - a.t_wall) - d_mono >= STEP_S and t_wall > a.t_wall + d_mono
 
 
 def parse_when(text: str, now: float | None = None) -> float:
