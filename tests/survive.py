@@ -151,18 +151,32 @@ class Trio:
         return False
 
     def scrape(self) -> int:
+        return self.metrics()[0]
+
+    def metrics(self) -> tuple[int, str]:
+        """(HTTP status, body) of serve's /metrics; (0, "") when it does not answer."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
-                r.read()
-                return int(r.status)
+                return int(r.status), r.read().decode()
         except OSError:
-            return 0
+            return 0, ""
+
+    def serve_sampler_errors(self) -> float:
+        """serve's nettop_sampler_errors_total: samples it could not take."""
+        m = re.search(r"^nettop_sampler_errors_total (\S+)$", self.metrics()[1], re.M)
+        if m is None:
+            raise AssertionError("no nettop_sampler_errors_total in /metrics")
+        return float(m.group(1))
 
     def rec_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.rec_dir.glob("*.nettop"))
 
-    def sample_times(self) -> list[float]:
-        """Wall times of every sample recorded so far (`nettop export DIR --format json`)."""
+    def recording(self) -> dict:  # type: ignore[type-arg]
+        """What was recorded so far (`nettop export DIR --format json`): samples, events."""
         out = subprocess.run([*nettop_argv(), "export", str(self.rec_dir), "--format", "json"],
                              capture_output=True, check=True)
-        return [float(s["t_wall"]) for s in json.loads(out.stdout)["samples"]]
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    def live_sampler_problems(self) -> list[str]:
+        """The live view's "sampler: ..." problem lines on screen (a read that failed)."""
+        return [ln for ln in self.tmux.screen().splitlines() if "sampler:" in ln]

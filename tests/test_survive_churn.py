@@ -30,12 +30,17 @@ PAIRS = 2000
 ROUNDS = 20
 CHURN_S = 240.0  # 2,000 pairs in 4 minutes (the issue asks for 5 at most)
 INTERVAL = 1.0
-# RSS growth allowed from the start to the end of the churn, per process. The live view's
-# Timeline keeps up to 3600 points and fills during the run (~270 points at -i 1), and each
-# point holds the snapshot of ~100 veths that existed at that instant: a few MB. Python's
-# allocator keeps freed arenas. A leak of per-interface state (2,000 names x several
-# series) or of netlink sockets would be far above this bound.
+# RSS growth allowed from the start to the end of the churn. record and serve keep 2
+# points of history: <= 20 MB (Python's allocator keeps freed arenas; a leak of state per
+# interface, 2,000 names, or of netlink sockets would be far above it). The live view's
+# Timeline keeps 3600 points by design and fills during the churn (~240 points at -i 1),
+# each holding the whole host as it was: with ~100 pairs (200 veths) up, a snapshot is
+# ~465 KB (tracemalloc), so ~110 MB for the churn is its history, not a leak. Its bound is
+# per sample added: <= 1 MB, twice a 200-veth snapshot; state kept per interface ever
+# seen would grow past it. (At 3600 points such a host costs the live view ~1.6 GB: the
+# history's bound in samples, not bytes, is issue 28's open problem for the live view.)
 RSS_BOUND_MB = 20.0
+LIVE_MB_PER_SAMPLE = 1.0
 
 
 def ip_batch(commands: list[str], netns: str | None = None) -> str:
@@ -68,13 +73,20 @@ class Churn:
         for ns in (self.ns1, self.ns2):
             subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
 
-    def round(self, first: int, count: int, step_s: float) -> None:
+    def round(self, first: int, count: int, period_s: float) -> None:
+        """Create, then rename and move, then move on, then destroy: each step a quarter
+        of `period_s` after the last (or at once when the kernel was slower than that)."""
         idx = range(first, first + count)
+        start = time.monotonic()
+
+        def step(k: int) -> None:
+            time.sleep(max(0.0, start + k * period_s / 4 - time.monotonic()))
+
         self._err(ip_batch([c for i in idx for c in (
             f"link add {self.names(i)[0]} type veth peer name {self.names(i)[1]}",
             f"link set {self.names(i)[0]} up", f"link set {self.names(i)[1]} up")]))
         self.created += len({self.names(i)[0] for i in idx} & links(self.prefix))
-        time.sleep(step_s)
+        step(1)
         cmds = []
         for i in idx:
             a, b, r = self.names(i)
@@ -88,12 +100,12 @@ class Churn:
         now = links(self.prefix)
         self.renamed += sum(1 for i in idx if i % 5 == 1 and self.names(i)[2] in now)
         self.peers_moved += sum(1 for i in idx if i % 5 == 3 and self.names(i)[1] not in now)
-        time.sleep(step_s)
+        step(2)
         self._err(ip_batch([f"link set {self.names(i)[0]} netns {self.ns2}" for i in idx if i % 5 == 2],
                            netns=self.ns1))
         in_ns2 = links(self.prefix, self.ns2)
         self.moved += sum(1 for i in idx if i % 5 == 2 and self.names(i)[0] in in_ns2)
-        time.sleep(step_s)
+        step(3)
         # deleting one end of a veth deletes its peer, wherever that is: one end per pair
         here = links(self.prefix)
         ends = [next((n for n in self.names(i) if n in here), None) for i in idx]
@@ -124,6 +136,7 @@ def tmux():
     t.kill()
 
 
+@pytest.mark.timeout(420)  # the churn's 4 minutes, start, checks and export: ~5 minutes
 def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux, tmp_path):
     churn = Churn()
     trio = Trio(tmp_path, INTERVAL, tmux)
@@ -138,8 +151,10 @@ def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux
         t0 = time.monotonic()
         for r in range(ROUNDS):
             round_start = time.monotonic()
-            churn.round(r * per_round, per_round, step_s=CHURN_S / ROUNDS / 4)
+            churn.round(r * per_round, per_round, CHURN_S / ROUNDS)
             assert not trio.dead(), {n: trio.stderr(n)[-2000:] for n in trio.dead()}
+            print(f"round {r + 1}/{ROUNDS}: {time.monotonic() - round_start:.1f} s, at {time.monotonic() - t0:.0f} s",
+                  flush=True)
             time.sleep(max(0.0, t0 + (r + 1) * CHURN_S / ROUNDS - time.monotonic()))
             assert time.monotonic() - round_start < 30, "a churn round took over 30 s"
         churn_s = time.monotonic() - t0
@@ -164,7 +179,14 @@ def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux
         # no lost samples: at -i 1, one sample per second of the churn. The sampler skips
         # a tick it missed (never bursts), so a read slower than the interval loses one;
         # allow 2 such ticks plus 1 at each edge of the window, and no gap of 3 intervals.
-        times = [t for t in trio.sample_times() if t_start <= t <= t_end]
+        recording = trio.recording()
+        # a read of the host that raised (an interface gone between two reads) costs a
+        # sample and leaves a "sampler: ..." problem event; serve counts them
+        failed = [e["text"] for e in recording["events"] if e["text"].startswith("sampler:")]
+        assert not failed, failed[:5]
+        assert trio.serve_sampler_errors() == 0
+        assert not trio.live_sampler_problems(), tmux.screen()
+        times = [float(s["t_wall"]) for s in recording["samples"] if t_start <= float(s["t_wall"]) <= t_end]
         expected = (t_end - t_start) / INTERVAL
         assert len(times) >= expected - 4, (len(times), expected)
         gaps = [b - a for a, b in zip(times, times[1:])]
@@ -174,7 +196,8 @@ def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux
             growth = after[n].rss_mb - before[n].rss_mb
             print(f"{n}: RSS {before[n].rss_mb:.1f} -> {after[n].rss_mb:.1f} MB, "
                   f"fds {before[n].fds} -> {after[n].fds}; {len(times)} samples in {churn_s:.0f} s")
-            assert growth <= RSS_BOUND_MB, f"{n}: RSS grew {growth:.1f} MB during the churn"
+            bound = RSS_BOUND_MB + (len(times) * LIVE_MB_PER_SAMPLE if n == "live" else 0)
+            assert growth <= bound, f"{n}: RSS grew {growth:.1f} MB during the churn (bound {bound:.0f})"
             assert after[n].fds <= before[n].fds + 2, f"{n}: descriptors {before[n].fds} -> {after[n].fds}"
     finally:
         with contextlib.suppress(Exception):
