@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -51,9 +52,11 @@ def ip_batch(commands: list[str], netns: str | None = None) -> str:
 
 
 def links(prefix: str, netns: str | None = None) -> set[str]:
+    """Names of this test's links (`<prefix>a|b|r<n>`: sc12 must not match sc123's)."""
     argv = ["ip", *(["-n", netns] if netns else []), "-j", "link", "show"]
     out = subprocess.run(argv, capture_output=True, text=True).stdout or "[]"
-    return {x["ifname"] for x in json.loads(out) if x.get("ifname", "").startswith(prefix)}
+    mine = re.compile(rf"{re.escape(prefix)}[abr]\d+")
+    return {x["ifname"] for x in json.loads(out) if mine.fullmatch(x.get("ifname", ""))}
 
 
 class Churn:
