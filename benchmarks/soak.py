@@ -5,11 +5,12 @@ ends run as in tests/survive.py (the live view in a tmux terminal of our own). E
 `--every` seconds this prints each process's RSS (VmRSS, MB) and open file descriptors
 (/proc/PID/fd); at the end, the growth of each since the end of the warm-up (default 5
 minutes: Python's allocator settles) and over the second half of the run. Issue 28's
-target: growth <= 5 MB after the first 5 minutes, and no descriptor leak. The live view's
-Timeline keeps 3600 points: at -i 0.1 it fills for 6 minutes, longer when a loaded host
-makes the sampler skip ticks (~22 KB a point for eth0 and one veth), so its growth
-after 5 minutes includes the end of that fill; the second half's figure has none. Exit status 1 when a process died or printed a traceback, or a
-bound was missed.
+target: growth <= 5 MB after the first 5 minutes, and no descriptor leak. The live view
+keeps 16 whole points and, for 3,600 samples, chart arrays and a digest a sample (~0.7 KB
+a sample in all): at -i 0.1 that fills for 6 minutes (longer when a loaded host makes
+the sampler skip ticks), ~2.5 MB, so its growth after 5 minutes includes the end of that
+fill; the second half's figure has none. Exit status 1 when a process died or printed a
+traceback, or a bound was missed.
 
 Usage (root: the lab needs ip netns): .venv/bin/python benchmarks/soak.py [--minutes 60]
     [--every 60] [--warmup 5] [--interval 0.1] [--bound-mb 5] [--all-ifaces]
