@@ -4,8 +4,9 @@ The live view (in tmux), `nettop record --dir` and `nettop serve` run together a
 reading every interface, while 2,000 veth pairs are created and destroyed in under 5
 minutes: one in five renamed (down, `name`, up), one in five moved to a namespace of this
 test and from there to a second one, one in five left with its peer moved away. The
-churn goes through `ip -batch -` (one ip process per step reading many commands), so it
-keeps pace on a 2-core machine. Afterwards each process must be alive, free of
+churn goes through `ip -batch -` (one ip process per step reading many commands), paced
+at 4 minutes; on an overloaded host (load average above its CPUs) it may take longer,
+which is printed, not judged. Afterwards each process must be alive, free of
 tracebacks and still working (the header's clock moves, /metrics answers 200, the
 recording grew), no read may have failed, the recorder must keep its clock (its own
 reads fitting the interval; see the lost-samples check) and no process's RSS may grow
@@ -156,7 +157,7 @@ def tmux():
     t.kill()
 
 
-@pytest.mark.timeout(420)  # the churn's 4 minutes, start, checks and export: ~5 minutes
+@pytest.mark.timeout(900)  # a hang guard: 20 rounds of at most 30 s, start, checks and export
 def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux, tmp_path):
     churn = Churn()
     trio = Trio(tmp_path, INTERVAL, tmux)
@@ -183,7 +184,6 @@ def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux
             assert time.monotonic() - round_start < 30, "a churn round took over 30 s"
         churn_s = time.monotonic() - t0
         t_end = time.time()
-        assert churn_s <= 300, f"the churn took {churn_s:.0f} s, over 5 minutes"
         time.sleep(3)  # the last deletions are read by everyone
         after = trio.usage()
 
@@ -242,7 +242,12 @@ def test_live_record_and_serve_survive_2000_veth_pairs_churned_in_4_minutes(tmux
 
         assert read_cpu[-1] < INTERVAL / 2, f"a read of the churned host took {read_cpu[-1]:.2f} s of CPU"
         assert max(gaps) < CHURN_S / ROUNDS, f"the recorder stalled for {max(gaps):.1f} s"
+        # the churn's own pace: 2,000 pairs in 5 minutes at most. On an overloaded host the
+        # ip commands are slower than that (~2x again while three nettops read the 200
+        # veths each second and take RTNL for their ethtool requests): printed, not judged
+        print(f"churn: {churn_s:.0f} s for {PAIRS} pairs")
         if load_start < (os.cpu_count() or 1):
+            assert churn_s <= 300, f"the churn took {churn_s:.0f} s, over 5 minutes"
             assert len(times) >= expected - 4, (len(times), expected)
             assert max(gaps) < 3 * INTERVAL, max(gaps)
     finally:
