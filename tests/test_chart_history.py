@@ -76,3 +76,19 @@ def test_a_live_timeline_keeps_few_whole_points_and_one_digest_per_interval():
     assert len(t.points()) == 16 and len(t.digests()) == 300
     assert t.digests()[-1] == figures(t.latest().snapshot, t.latest().rates)
     assert len(Timeline(max_points=300).points()) == 0 and Timeline().digests() == []
+
+
+def test_interfaces_that_come_and_go_cost_their_own_lifetime_not_the_window():
+    """A churning host (containers, labs): a new interface every tick, each up for 3 ticks.
+    Each series holds its 3 values, so the history is the size of what it saw, not of
+    every name in the window times the window (16 MB here), and a sample's cost does not
+    grow with the names seen before it."""
+    from types import SimpleNamespace
+
+    h = ChartHistory(max_points=1000)
+    for i in range(1000):
+        links = {f"c{j}": SimpleNamespace(rx_bytes_per_s=float(j), tx_bytes_per_s=1.0) for j in range(max(0, i - 2), i + 1)}
+        h.append(SimpleNamespace(t_mono=float(i), latency={}), SimpleNamespace(links=links))  # type: ignore[arg-type]
+    assert h.nbytes() <= 1000 * 8 + 1000 * 3 * 16
+    assert h.link_series("c500", 1e9) == ([-499.0, -498.0, -497.0], [4000.0] * 3, [8.0] * 3)
+    assert h.link_series("c999", 1e9)[0] == [0.0]

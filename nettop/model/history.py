@@ -6,11 +6,14 @@ after an hour), while the charts draw only each interface's rx/tx bits per secon
 each latency target's RTT. This keeps exactly those, 8 bytes a value, for the newest
 `max_points` samples, so its size is series drawn × points drawable, whatever the host.
 
-A missing value is NaN (no rates for that interval, the interface absent or without a
-figure); a latency target that was probed but has no RTT is +inf, so "probed, nothing
-back" still opens the target's series as it did from whole points. A series whose
-values in the kept span are all missing (an interface or target that vanished) is
-dropped when the arrays are trimmed.
+A series is stored from the sample it first has a figure in to the last one, so an
+interface that lives a few seconds costs those seconds: on a host whose containers make
+and destroy interfaces all day, the history is the size of what was seen in the window,
+not of every name seen in it times the window. A missing value inside a series is NaN
+(no rates for that interval, the interface absent or without a figure); a latency target
+that was probed but has no RTT is +inf, so "probed, nothing back" still opens the
+target's series as it did from whole points. A series whose values all fall before the
+kept span (an interface or target that vanished) is dropped when the arrays are trimmed.
 """
 
 from __future__ import annotations
@@ -33,24 +36,76 @@ def latency_ms(stats: Any) -> float | None:
     return getattr(stats, "rtt_avg_ms", None)
 
 
+class _Series:
+    """One series' values from its first sample on: `cols[k][j]` is the value at absolute
+    sample index `first + j`. Nothing is stored before an interface appears or after it
+    vanishes; a gap between two stretches of figures is NaN, written when it comes back."""
+
+    __slots__ = ("first", "cols")
+
+    def __init__(self, first: int, width: int) -> None:
+        self.first = first
+        self.cols = tuple(array("d") for _ in range(width))
+
+    def end(self) -> int:
+        return self.first + len(self.cols[0])
+
+    def put(self, at: int, values: tuple[float, ...]) -> None:
+        """The values of absolute sample `at`; a second put for the same sample wins it."""
+        gap = at - self.end()
+        if gap < 0:
+            for col, v in zip(self.cols, values):
+                col[-1] = v
+            return
+        for col, v in zip(self.cols, values):
+            if gap:
+                col.extend(array("d", [_NAN]) * gap)
+            col.append(v)
+
+    def get(self, at: int, col: int = 0) -> float:
+        j = at - self.first
+        c = self.cols[col]
+        return c[j] if 0 <= j < len(c) else _NAN
+
+    def forget_before(self, at: int) -> bool:
+        """Drop the values before absolute sample `at`; False when none are left."""
+        k = at - self.first
+        if k <= 0:
+            return True
+        if k >= len(self.cols[0]):
+            return False
+        for col in self.cols:
+            del col[:k]
+        self.first = at
+        return True
+
+    def nbytes(self) -> int:
+        return sum(c.buffer_info()[1] * c.itemsize for c in self.cols)
+
+
 class ChartHistory:
-    """Appended by the timeline's producer (under its lock), read by the drawing code."""
+    """Appended by the timeline's producer (under its lock), read by the drawing code.
+
+    A series costs only the samples in which it had a figure (and its gaps): interfaces
+    that come and go by the thousand (containers, a churning host) each cost their own
+    lifetime, not the whole window, and a sample costs the series it holds, not every
+    series seen in the window."""
 
     def __init__(self, max_points: int) -> None:
         self.max_points = max(1, max_points)
         # arrays are trimmed in chunks, so a trim's memmove is paid once per `_slack` points
         self._slack = max(16, self.max_points // 4)
         self._t_mono = array("d")
-        self._links: dict[str, tuple[array[float], array[float]]] = {}  # bytes/s rx, tx
-        self._latency: dict[str, array[float]] = {}  # ms
+        self._base = 0  # absolute index of _t_mono[0]
+        self._links: dict[str, _Series] = {}  # bytes/s rx, tx
+        self._latency: dict[str, _Series] = {}  # ms
 
     def __len__(self) -> int:
         return min(len(self._t_mono), self.max_points)
 
     def append(self, snap: Snapshot, rates: Rates | None) -> None:
-        n = len(self._t_mono)
+        at = self._base + len(self._t_mono)
         self._t_mono.append(snap.t_mono)
-        seen: set[str] = set()
         if rates is not None:
             for name, lr in rates.links.items():
                 rx, tx = lr.rx_bytes_per_s, lr.tx_bytes_per_s
@@ -58,47 +113,26 @@ class ChartHistory:
                     continue
                 pair = self._links.get(name)
                 if pair is None:
-                    pair = self._links[name] = (array("d", [_NAN]) * n, array("d", [_NAN]) * n)
-                pair[0].append(rx)
-                pair[1].append(tx)
-                seen.add(name)
-        for name, (rxs, txs) in self._links.items():
-            if name not in seen:
-                rxs.append(_NAN)
-                txs.append(_NAN)
+                    pair = self._links[name] = _Series(at, 2)
+                pair.put(at, (rx, tx))
         lat = getattr(snap, "latency", None) or {}
-        probed: set[str] = set()
         for target, stats in lat.items():
-            key = str(target)
+            key = str(target)  # two targets that print alike: the later value wins the slot
             ms = latency_ms(stats)
             ys = self._latency.get(key)
             if ys is None:
-                ys = self._latency[key] = array("d", [_NAN]) * n
-            if key in probed:  # two targets that print alike: the later value wins the slot
-                ys[-1] = _PROBED if ms is None else float(ms)
-                continue
-            ys.append(_PROBED if ms is None else float(ms))
-            probed.add(key)
-        for key, ys in self._latency.items():
-            if key not in probed:
-                ys.append(_NAN)
+                ys = self._latency[key] = _Series(at, 1)
+            ys.put(at, (_PROBED if ms is None else float(ms),))
         if len(self._t_mono) >= self.max_points + self._slack:
             self._trim()
 
     def _trim(self) -> None:
         cut = len(self._t_mono) - self.max_points
         del self._t_mono[:cut]
-        for name in list(self._links):
-            rxs, txs = self._links[name]
-            del rxs[:cut]
-            del txs[:cut]
-            if all(math.isnan(v) for v in rxs):
-                del self._links[name]
-        for key in list(self._latency):
-            ys = self._latency[key]
-            del ys[:cut]
-            if all(math.isnan(v) for v in ys):
-                del self._latency[key]
+        self._base += cut
+        for series in (self._links, self._latency):
+            for key in [k for k, s in series.items() if not s.forget_before(self._base)]:
+                del series[key]  # vanished before the kept span began
 
     def _span(self, window_s: float) -> tuple[float, list[int]]:
         """The newest time and the indexes of the kept samples within `window_s` of it."""
@@ -119,25 +153,24 @@ class ChartHistory:
         tx: list[float] = []
         if pair is None:
             return xs, rx, tx
-        rxs, txs = pair
-        t = self._t_mono
+        t, base = self._t_mono, self._base
         for i in idx:
-            r = rxs[i]
+            r = pair.get(base + i)
             if r != r:  # NaN: no figure in that interval
                 continue
             xs.append(round(t[i] - now, 3))
             rx.append(8 * r)
-            tx.append(8 * txs[i])
+            tx.append(8 * pair.get(base + i, 1))
         return xs, rx, tx
 
     def latency_series(self, window_s: float) -> dict[str, tuple[list[float], list[float]]]:
         """RTT per target over the window, targets in the order they first appear in it."""
         now, idx = self._span(window_s)
-        t = self._t_mono
+        t, base = self._t_mono, self._base
         first: list[tuple[int, int, str]] = []
         for order, (key, ys) in enumerate(self._latency.items()):
             for i in idx:
-                if ys[i] == ys[i]:
+                if ys.get(base + i) == ys.get(base + i):
                     first.append((i, order, key))
                     break
         out: dict[str, tuple[list[float], list[float]]] = {}
@@ -148,7 +181,7 @@ class ChartHistory:
             for i in idx:
                 if i < i0:
                     continue
-                v = ys[i]
+                v = ys.get(base + i)
                 if v != v or v == _PROBED:
                     continue
                 xs.append(round(t[i] - now, 3))
@@ -159,8 +192,8 @@ class ChartHistory:
     def nbytes(self) -> int:
         """What the arrays hold (for the bounds test and the benchmark's notes)."""
         n = self._t_mono.buffer_info()[1] * self._t_mono.itemsize
-        n += sum((a.buffer_info()[1] + b.buffer_info()[1]) * a.itemsize for a, b in self._links.values())
-        n += sum(a.buffer_info()[1] * a.itemsize for a in self._latency.values())
+        n += sum(s.nbytes() for s in self._links.values())
+        n += sum(s.nbytes() for s in self._latency.values())
         return n
 
 
