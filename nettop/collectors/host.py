@@ -305,6 +305,14 @@ def read_uptime(root: SysRoot) -> tuple[float | None, list[Problem]]:
     try:
         text = root.read_line(UPTIME)
     except OSError as exc:
+        if not root.live:  # a sosreport: no plugin copies /proc/uptime, its host plugin keeps `uptime`
+            from nettop.kernel import sos
+
+            value, rel = sos.uptime(root.path)
+            if value is not None:
+                return value, [Problem(root.join(UPTIME), (
+                    f"{root.join(UPTIME)} is not in the capture: uptime {value / 3600:.1f} h taken from "
+                    f"{rel}, to the minute"))]
         return None, [from_oserror("/" + UPTIME, exc)]
     try:
         value = float(text.split()[0])

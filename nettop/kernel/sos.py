@@ -235,6 +235,24 @@ def ethtool_stats(root_path: str, ifname: str) -> tuple[list[tuple[str, int]], s
     return (sos_text.parse_ethtool_stats(got[1]), got[0]) if got else ([], None)
 
 
+UPTIME_FILES = ("sos_commands/host/uptime", "sos_commands/general/uptime")
+
+
+def uptime(root_path: str) -> tuple[float | None, str | None]:
+    """Seconds since boot (to the minute) from the `uptime` text sos's host plugin keeps,
+    and the file: no sos plugin copies /proc/uptime. (None, None) when neither is there
+    or says a time nettop can read."""
+    for rel in UPTIME_FILES:
+        try:
+            text = _read(root_path, rel)
+        except OSError:
+            continue
+        value = sos_text.parse_uptime(text[:4096])
+        if value is not None:
+            return value, rel
+    return None, None
+
+
 PS_FILES = ("sos_commands/process/ps_auxwww", "sos_commands/process/ps_auxww",
             "sos_commands/process/ps_aux", "ps")
 

@@ -202,3 +202,41 @@ def parse_ip_link(text: str) -> dict[str, IpLink]:
                 cur["kind"] = kinds[0]
     flush()
     return out
+
+
+_UP_UNITS = {"year": 365 * 86400, "week": 7 * 86400, "day": 86400, "hour": 3600, "min": 60, "minute": 60}
+_UP_PART = re.compile(r"^(\d{1,6})\s+(year|week|day|hour|minute|min)s?$")
+_UP_CLOCK = re.compile(r"^(\d{1,6}):([0-5]\d)$")
+
+
+def parse_uptime(text: str) -> float | None:
+    """Seconds since boot, to the minute, from the `uptime` command's text as sos's host
+    plugin keeps it (" 01:05:28 up 3 days,  4:20,  2 users,  load average: ...", "up 5 min",
+    "up 1 day, 20 min", or `uptime -p`'s "up 2 weeks, 3 hours, 1 minute"); None when the
+    text says none of these. No sos plugin copies /proc/uptime, and without a time since
+    boot a single sosreport gives totals only."""
+    for line in text.splitlines():
+        head, sep, rest = line.partition(" up ")
+        if not sep and line.startswith("up "):
+            rest, sep = line[3:], "up"
+        if not sep:
+            continue
+        seconds, seen = 0, False
+        for part in rest.split(","):
+            part = " ".join(part.split())
+            if not part or "user" in part or "load average" in part:
+                break
+            m = _UP_CLOCK.match(part)
+            if m:
+                seconds += int(m.group(1)) * 3600 + int(m.group(2)) * 60
+                seen = True
+                continue
+            m = _UP_PART.match(part)
+            if m is None:
+                seen = False  # a word we do not know: the figure would be wrong
+                break
+            seconds += int(m.group(1)) * _UP_UNITS[m.group(2)]
+            seen = True
+        if seen and 0 < seconds < 1e10:
+            return float(seconds)
+    return None

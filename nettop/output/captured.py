@@ -145,13 +145,17 @@ def _unknown_rates(node: Any) -> None:
 def setting_sources(root: SysRoot, doc: dict[str, Any]) -> dict[str, str]:
     """Where each setting of a captured host came from: "sysctl net.core.x", "eth0
     coalesce", "eth0 features", "eth0 qdisc", "eth0 link" (MTU, txqueuelen, state when
-    sysfs lacks them), "eth0 queue counters" -> the file under the root (a proc/sys
+    sysfs lacks them), "eth0 queue counters", "uptime" -> the file under the root (a proc/sys
     file, or a sosreport's `sysctl -a` / ethtool / tc / ip output)."""
     import os
 
     from nettop.kernel import sos
 
     out: dict[str, str] = {}
+    if not os.path.isfile(root.join("proc/uptime")):
+        rel_up = sos.uptime(root.path)[1]
+        if rel_up is not None:
+            out["uptime"] = rel_up  # `uptime`'s text, to the minute
     sysctl_names = list(doc["host_config"]["sysctls"]) + ["net.core.default_qdisc",
                                                           "net.core.rps_sock_flow_entries"]
     for name in sysctl_names:
