@@ -33,6 +33,7 @@ from nettop.collectors import (
     softnet,
 )
 from nettop.collectors.host_tuning import TuningReader
+from nettop.collectors.nic_rotation import NicRead, NicSettingsRotation
 from nettop.collectors.settings_rotation import ROTATION_S, SettingsRotation
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
@@ -69,6 +70,8 @@ class HostReader:
         # the interfaces asked for by name, none when all are read.
         self.on_screen: frozenset[str] = frozenset(on_screen if on_screen is not None else ifnames or ())
         self._settings = SettingsRotation(root, settings_period_s)
+        # coalescing, rings and channels (ethtool, each request takes RTNL): the same policy
+        self._nic_settings = NicSettingsRotation(settings_period_s)
         self.settings_files = 0  # settings files the last tick read (a benchmark's figure)
         # asked at the start of every tick for (interfaces, IRQs) nettop has changed since
         # the last: the pipeline's watch on the tuning journal (nettop/pipeline/notices.py)
@@ -122,9 +125,11 @@ class HostReader:
         self.close()
 
     def settings_changed(self, ifnames: Iterable[str] = (), irqs: Iterable[int] = ()) -> None:
-        """Re-read these interfaces' queue settings and these IRQs' affinity on the next
-        tick, on screen or not: nettop has just changed them. Any thread may call it."""
+        """Re-read these interfaces' queue and ethtool settings and these IRQs' affinity on
+        the next tick, on screen or not: nettop has just changed them. Any thread may call it."""
+        ifnames = list(ifnames)
         self._settings.notice(ifnames, irqs)
+        self._nic_settings.notice(ifnames)
 
     # --- one read ----------------------------------------------------------------------
 
@@ -141,7 +146,7 @@ class HostReader:
 
         root = self.root
         if self.settings_notices is not None:
-            self._settings.notice(*self.settings_notices())
+            self.settings_changed(*self.settings_notices())
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
         online = take(cpus.read_online_cpus(root))
         link_map = take(interfaces.read_links(root, self._rtnl))
@@ -191,7 +196,12 @@ class HostReader:
             lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None))
         problems.extend(settings.problems)
         self.settings_files = settings.files
-        devices = {n: self._device_config(link_map[n], settings.queues[n], settings.bql[n], problems)
+        eth: dict[str, NicRead] = {}
+        if self._ethtool is not None:
+            ethtool = self._ethtool
+            eth = self._nic_settings.read(t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__,
+                                          lambda n: nic_settings.read_nic_settings(ethtool, n))
+        devices = {n: self._device_config(link_map[n], settings.queues[n], settings.bql[n], eth.get(n), problems)
                    for n in nics}
         if root.live:
             qd = take(qdiscs.read_qdiscs(root, self._rtnl, {i: n for i, n in index_names.items() if n in link_map}))
@@ -252,7 +262,7 @@ class HostReader:
         return hit
 
     def _device_config(self, link: LinkStats, qc: tuple[QueueConfig, ...], bq: tuple[BqlState, ...],
-                       problems: list[Problem]) -> DeviceConfig:
+                       eth: NicRead | None, problems: list[Problem]) -> DeviceConfig:
         name = link.name
         key = (name, link.ifindex)
         info = self._static.get(key)
@@ -261,10 +271,11 @@ class HostReader:
             problems.extend(probs)
             self._static[key] = info
         coalesce = rings = channels = None
+        read_at = None
         driver = info.driver or link.driver
-        if self._ethtool is not None:
-            coalesce, rings, channels, p3 = nic_settings.read_nic_settings(self._ethtool, name)
-            problems.extend(p3)
+        if eth is not None:  # asked this tick or kept from an earlier one (nic_rotation.py)
+            coalesce, rings, channels, read_at = eth.coalesce, eth.rings, eth.channels, eth.read_at
+            problems.extend(eth.problems)
         elif not self.root.live:  # a sosreport's or `nettop capture`'s saved ethtool output
             from nettop.kernel import sos
             coalesce, rings, channels, _ = sos.nic_settings(self.root.path, name)
@@ -279,6 +290,7 @@ class HostReader:
             coalesce=coalesce,
             rings=rings,
             channels=channels,
+            read_at=read_at,
         )
 
     def _read_host(self) -> str:

@@ -240,6 +240,9 @@ class DeviceConfig:
     coalesce: Mapping[str, int] | None = None  # ethtool names: rx-usecs, adaptive-rx, ...
     rings: Mapping[str, int] | None = None  # rx, rx-max, tx, tx-max, ...
     channels: Mapping[str, int] | None = None  # combined, combined-max, rx, tx, ...
+    # t_mono of the tick that asked the kernel for coalesce/rings/channels (off screen they
+    # are asked in rotation, collectors/nic_rotation.py); None when not from a live read
+    read_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

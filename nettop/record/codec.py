@@ -89,7 +89,7 @@ _GETTERS[S.Snapshot] = _snapshot_fields
 
 
 def _read_at_dropped(cls: type) -> Callable[[Any], tuple]:
-    """The fields of a setting (QueueConfig, BqlState, IrqAffinity) with a trailing
+    """The fields of a setting (QueueConfig, BqlState, IrqAffinity, DeviceConfig) with a trailing
     `read_at` left out while None (a recording made before the settings rotation, a
     captured tree), so such snapshots encode exactly as before it was added."""
     every = _GETTERS[cls]
@@ -101,7 +101,7 @@ def _read_at_dropped(cls: type) -> Callable[[Any], tuple]:
     return fields
 
 
-for _cls in (S.QueueConfig, S.BqlState, S.IrqAffinity):
+for _cls in (S.QueueConfig, S.BqlState, S.IrqAffinity, S.DeviceConfig):
     _GETTERS[_cls] = _read_at_dropped(_cls)
 
 

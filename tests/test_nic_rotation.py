@@ -1,0 +1,133 @@
+"""Coalescing, rings and channels: asked every tick on screen, in rotation off it, at once
+after nettop's own changes, and never claimed newer than they are
+(nettop/collectors/nic_rotation.py). Each ethtool request takes RTNL, so the number asked
+per tick is the figure that matters; the real kernel's veths count it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+from lab import can_build_lab, run, veth_lab
+
+from nettop.collectors.host import HostReader
+from nettop.collectors.nic_rotation import NicSettingsRotation
+from nettop.kernel.ethtool import Ethtool
+from nettop.kernel.sysroot import LIVE
+from nettop.model.problems import Problem
+from nettop.model.snapshot import setting_age
+
+
+class Clock:
+    """Monotonic time that moves one `step` per tick."""
+
+    def __init__(self, step: float = 1.0) -> None:
+        self.t, self.step = 1000.0, step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def test_rotation_asks_new_and_on_screen_every_tick_the_rest_within_the_period_and_forgets_the_gone():
+    asked: list[str] = []
+
+    def read_one(name: str) -> tuple[dict[str, int], None, None, list[Problem]]:
+        asked.append(name)
+        return {"rx-usecs": len(asked)}, None, None, []
+
+    rot = NicSettingsRotation(period_s=10.0)
+    links = {f"v{i}": i for i in range(20)}
+    got = rot.read(1.0, links, {"v0"}.__contains__, read_one)
+    assert sorted(asked) == sorted(links) and {r.read_at for r in got.values()} == {1.0}
+    last_read = {n: 1.0 for n in links}
+    for tick in range(2, 40):
+        asked.clear()
+        got = rot.read(float(tick), links, {"v0"}.__contains__, read_one)
+        assert asked[0] == "v0" or "v0" in asked
+        assert len(asked) <= 1 + 2  # 19 in rotation over 10 ticks: 2 a tick
+        for n in asked:
+            last_read[n] = float(tick)
+        for n, r in got.items():
+            assert r.read_at == last_read[n] and tick - r.read_at <= 10.0
+    # nettop changed v7: asked on the next tick; v3 went and v5 was re-created: forgotten
+    rot.notice(["v7"])
+    del links["v3"]
+    links["v5"] = 99
+    asked.clear()
+    got = rot.read(40.0, links, {"v0"}.__contains__, read_one)
+    assert {"v0", "v7", "v5"} <= set(asked) and got["v7"].read_at == got["v5"].read_at == 40.0
+    assert "v3" not in got and len(rot._last) == len(links)
+
+
+def _channels(reader: HostReader, ifname: str) -> tuple[int | None, float, float]:
+    snap = reader.read()
+    dev = snap.devices[ifname]
+    return (dev.channels or {}).get("rx"), setting_age(snap.t_mono, dev.read_at), snap.t_mono
+
+
+def test_ethtool_L_by_another_tool_shows_next_tick_on_screen_and_within_the_period_off_it(veth_lab):
+    ifname = veth_lab.host_if
+    period = 2.0
+    with HostReader(LIVE, [ifname], settings_period_s=period) as on, \
+            HostReader(LIVE, [ifname], on_screen=(), settings_period_s=period) as off:
+        if on._ethtool is None:
+            pytest.skip("no ethtool ioctl socket")
+        assert _channels(on, ifname)[0] == 4 and _channels(off, ifname)[0] == 4
+        time.sleep(0.3)
+        assert _channels(off, ifname)[1] > 0  # off screen: kept, and it says how old
+        run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])
+        t_change = time.monotonic()
+        assert _channels(on, ifname)[:2] == (2, 0.0)
+        seen = None
+        while time.monotonic() - t_change < period + 1.0:
+            rx, age, t = _channels(off, ifname)
+            if rx == 2:
+                seen = time.monotonic() - t_change
+                assert t - age > t_change
+                break
+            assert t - age <= t_change  # an old value is never claimed to be newer
+            time.sleep(0.1)
+        assert seen is not None and seen <= period + 0.5, seen
+        # nettop's own change (the journal names the interface): the next tick, off screen
+        run(["ethtool", "-L", ifname, "rx", "3", "tx", "3"])
+        off.settings_changed(ifnames=[ifname])
+        assert _channels(off, ifname)[:2] == (3, 0.0)
+
+
+N = 8
+
+
+def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(monkeypatch):
+    reason = can_build_lab()
+    if reason:
+        pytest.skip(reason)
+    calls: list[str] = []
+    for what in ("coalesce", "rings", "channels"):
+        real = getattr(Ethtool, what)
+
+        def counted(self, ifname, _real=real):  # type: ignore[no-untyped-def]
+            calls.append(ifname)
+            return _real(self, ifname)
+        monkeypatch.setattr(Ethtool, what, counted)
+    with contextlib.ExitStack() as stack:
+        labs = [stack.enter_context(veth_lab(queues=2)) for _ in range(N)]
+        names = [lab.host_if for lab in labs]
+        with HostReader(LIVE, names, on_screen=names[:1], settings_period_s=10.0, clock=Clock()) as reader:
+            if reader._ethtool is None:
+                pytest.skip("no ethtool ioctl socket")
+            reader.read()
+            assert len(calls) == 3 * N  # the first tick asks every interface
+            per_tick, asked = [], set()
+            for _ in range(10):
+                calls.clear()
+                snap = reader.read()
+                per_tick.append(len(calls))
+                asked.update(calls)
+                assert all(setting_age(snap.t_mono, snap.devices[n].read_at) <= 10.0 for n in names)
+                assert all(snap.devices[n].channels is not None for n in names)
+            # the on-screen interface (3 requests) and 7 in rotation over 10 ticks: one a tick
+            assert max(per_tick) <= 3 * (1 + 1) and min(per_tick) >= 3, per_tick
+            assert asked == set(names)  # each re-asked within the period
