@@ -17,7 +17,9 @@ from nettop.collectors.nic_rotation import NicSettingsRotation
 from nettop.kernel.ethtool import Ethtool
 from nettop.kernel.sysroot import LIVE
 from nettop.model.problems import Problem
+from nettop.model.rates import compute_rates
 from nettop.model.snapshot import setting_age
+from nettop.output.snapshot_json import build_document
 
 
 class Clock:
@@ -77,7 +79,13 @@ def test_ethtool_L_by_another_tool_shows_next_tick_on_screen_and_within_the_peri
             pytest.skip("no ethtool ioctl socket")
         assert _channels(on, ifname)[0] == 4 and _channels(off, ifname)[0] == 4
         time.sleep(0.3)
-        assert _channels(off, ifname)[1] > 0  # off screen: kept, and it says how old
+        a = off.read()
+        time.sleep(0.3)
+        b = off.read()
+        age = setting_age(b.t_mono, b.devices[ifname].read_at)
+        assert age > 0.5  # off screen: kept, and it says how old, also in the JSON
+        assert build_document(a, b, compute_rates(a, b))["interfaces"][ifname]["nic_settings_age_s"] == \
+            pytest.approx(age, abs=0.001)
         run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])
         t_change = time.monotonic()
         assert _channels(on, ifname)[:2] == (2, 0.0)

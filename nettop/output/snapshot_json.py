@@ -12,7 +12,7 @@ from typing import Any
 from nettop.ebpf.sample import to_json as ebpf_json
 from nettop.ping.stats import to_json
 from nettop.model.rates import LinkRates, Rates
-from nettop.model.snapshot import Snapshot
+from nettop.model.snapshot import Snapshot, setting_age
 from nettop.output.device_doc import qdisc_doc, queue_docs, rounded as _r
 
 SCHEMA = "nettop.snapshot/1"
@@ -162,6 +162,8 @@ def _interface(name: str, cur: Snapshot, rates: Rates) -> dict[str, Any]:
         "coalesce": dict(dev.coalesce) if dev and dev.coalesce is not None else None,
         "rings": dict(dev.rings) if dev and dev.rings is not None else None,
         "channels": dict(dev.channels) if dev and dev.channels is not None else None,
+        # off screen they are asked in rotation (collectors/nic_rotation.py): how old they are
+        "nic_settings_age_s": _r(setting_age(cur.t_mono, dev.read_at)) if dev else None,
         "queues": queue_docs(name, cur, rates, dev, qmap.queues if qmap else ()),
     }
     return out
