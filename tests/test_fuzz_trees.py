@@ -4,6 +4,7 @@ traceback, at once. These are the trees that crashed it before (issue 18)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -59,7 +60,15 @@ def test_non_decimal_digits_in_proc_irq_and_proc_pid_names_are_ignored(tree):
     assert doc["host_config"]["irqbalance_running"] is False
 
 
+def _interrupts_only(tree):
+    """The tree as a kernel or capture without /sys/kernel/irq: /proc/interrupts is then
+    where the per-IRQ counts come from (with it, nettop never reads that file)."""
+    shutil.rmtree(tree / "sys/kernel/irq")
+    return tree
+
+
 def test_a_non_ascii_cell_in_the_interrupts_header_is_one_problem(tree):
+    _interrupts_only(tree)
     _replace(tree / "proc/interrupts", "CPU1", "CPU²")
     doc, err = _snapshot(tree)
     assert any("/proc/interrupts" in p and "header" in p for p in doc["problems"]), doc["problems"]
@@ -88,6 +97,7 @@ def test_a_per_cpu_file_that_disagrees_with_the_online_cpus_is_a_problem(tree):
 
 
 def test_interrupts_holding_another_files_content_is_a_problem(tree):
+    _interrupts_only(tree)
     (tree / "proc/interrupts").write_text((tree / "proc/softirqs").read_text())
     doc, _ = _snapshot(tree)
     assert any("holds no numbered IRQ line" in p for p in doc["problems"]), doc["problems"]
@@ -102,6 +112,18 @@ def test_a_duplicated_cpu_line_in_proc_stat_is_a_problem(tree):
 
 
 def test_a_long_run_of_blanks_in_an_irq_name_is_read_at_once(tree):
+    _interrupts_only(tree)
     text = (tree / "proc/interrupts").read_text()
     (tree / "proc/interrupts").write_text(text.replace("mlx5_comp1@", "mlx5" + " " * 200_000 + "comp1@", 1))
     _snapshot(tree)
+
+
+@pytest.mark.parametrize("bad", ["1,2,x,4", "1,2", "", "99999999999999999999999,1,1,1", "7" * 5000])
+def test_a_damaged_per_cpu_count_is_one_problem_and_the_counts_come_from_proc_interrupts(tree, bad):
+    irq = next(d for d in (tree / "sys/kernel/irq").iterdir() if "mlx5_comp1@" in (d / "actions").read_text())
+    (irq / "per_cpu_count").write_text(bad + "\n")
+    doc, err = _snapshot(tree)
+    assert doc["nettop"]["irq_counts_source"] == "/proc/interrupts"
+    said = [p for p in doc["problems"] if "per_cpu_count" in p]
+    assert len(said) == 1 and "proc/interrupts instead" in said[0] and "\n" not in said[0], doc["problems"]
+    assert doc["irqs"][irq.name]["count"] > 0  # from /proc/interrupts: known, never 0

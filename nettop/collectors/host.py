@@ -248,7 +248,14 @@ class HostReader:
             self.irq_source = irq_sysfs.SOURCE
             return table, []
         self.irq_source = interrupts.SOURCE
-        return self._interrupts.read(root, self._want_irq, full)
+        table, problems = self._interrupts.read(root, self._want_irq, full)
+        why = self._irq_sysfs.fallback_reason
+        # a damaged file is a problem; absent (old kernels, captures) or cut at PAGE_SIZE
+        # (the kernel's own limit on huge hosts) is only the source, named in the snapshot
+        if why is not None and "per_cpu_count" in why and "cut short" not in why:
+            problems = [*problems, Problem(root.join("sys/kernel/irq"), f"{why}: per-IRQ counts read from "
+                                           f"{root.join('proc/interrupts')} instead")]
+        return table, problems
 
     def _want_irq(self, irq: int, name: str) -> bool:
         if irq in self._net_irqs or irq in self.follow_irqs:
