@@ -126,7 +126,12 @@ def test_values_beyond_64_bits_make_key_samples_and_come_back_exact(reads, tmp_p
     """A u64 counter read as 2**64 - 1 (a driver's "unknown") cannot live in lanes: that
     sample and the next are stored whole, the chain goes on around them."""
     name = next(iter(reads[0].links))
-    snaps = list(reads[:12])
+    # one real read advanced by hand: the host's own interfaces coming and going between
+    # reads (another test's namespace being torn down) would start new chains of their own
+    base = reads[0]
+    snaps = [dataclasses.replace(base, t_mono=base.t_mono + i, t_wall=base.t_wall + i, links={
+        **base.links, name: dataclasses.replace(base.links[name], rx_bytes=base.links[name].rx_bytes + 1000 * i)})
+        for i in range(12)]
     for i in (5,):
         link = dataclasses.replace(snaps[i].links[name], rx_dropped=2 ** 64 - 1)
         snaps[i] = dataclasses.replace(snaps[i], links={**snaps[i].links, name: link})
