@@ -93,11 +93,8 @@ def read_sysfs_links(root: SysRoot) -> tuple[dict[str, LinkStats], list[Problem]
             out[name] = link
     for name, row in sorted((net_dev or {}).items()):
         if name not in out:
-            saved = _saved_link(root, name)
             out[name] = LinkStats(
-                name=name, ifindex=int(saved.get("ifindex", 0)),
-                operstate=str(saved.get("operstate", "unknown")), mtu=int(saved.get("mtu", 0)),
-                txqueuelen=int(saved.get("txqueuelen", 0)),
+                name=name, ifindex=0,
                 rx_bytes=row.rx_bytes, tx_bytes=row.tx_bytes,
                 rx_packets=row.rx_packets, tx_packets=row.tx_packets,
                 rx_errors=row.rx_errors, tx_errors=row.tx_errors,
@@ -109,6 +106,8 @@ def _with_saved_ip_link(root: SysRoot, links: dict[str, LinkStats]) -> dict[str,
     """Fill what the capture's sysfs lacks (a sosreport copies `statistics/` and `flags`
     only) from its saved `ip -s -d link`: ifindex, MTU, txqueuelen, state, kind, master and
     queue counts; an interface only that output lists is added with its counters."""
+    if root.live:
+        return links
     from nettop.kernel import sos
 
     saved, _ = sos.ip_links(root.path)
@@ -171,25 +170,9 @@ def _stats(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] |
     return out
 
 
-def _saved_link(root: SysRoot, name: str) -> dict[str, int | str]:
-    """What a sosreport's (or `nettop capture`'s) `ip -s -d link` says of an interface
-    whose sysfs attributes the capture lacks; {} for a live host or without that file."""
-    if root.live:
-        return {}
-    from nettop.kernel import sos
-
-    ip = sos.ip_links(root.path)[0].get(name)
-    if ip is None:
-        return {}
-    got: dict[str, int | str | None] = {"ifindex": ip.ifindex, "mtu": ip.mtu, "txqueuelen": ip.txqueuelen,
-                                        "operstate": ip.state.lower() if ip.state else None}
-    return {k: v for k, v in got.items() if v is not None}
-
-
 def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,
                 problems: list[Problem]) -> LinkStats | None:
     base = f"sys/class/net/{name}"
-    saved = _saved_link(root, name)
 
     def num(rel: str, default: int = 0) -> int:
         try:
@@ -210,12 +193,12 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
         # (or one /proc/net/dev lists) is still one, its ifindex unknown (0)
         if not (root.exists(f"{base}/statistics") or name in (net_dev or {})):
             return None  # not a network interface directory (e.g. bonding_masters)
-        ifindex = int(saved.get("ifindex", 0))
+        ifindex = 0
     stats = _stats(root, name, net_dev, problems)
     try:
         operstate = root.read_line(f"{base}/operstate")
     except OSError:
-        operstate = str(saved.get("operstate", "unknown"))
+        operstate = "unknown"
     kind = None
     if root.exists(f"{base}/bonding"):
         kind = "bond"
@@ -235,8 +218,7 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
         name=name, ifindex=ifindex,
         rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
         rx_errors=stats[4], tx_errors=stats[5], rx_dropped=stats[6], tx_dropped=stats[7],
-        operstate=operstate, mtu=num("mtu", int(saved.get("mtu", 0))),
-        txqueuelen=num("tx_queue_len", int(saved.get("txqueuelen", 0))),
+        operstate=operstate, mtu=num("mtu"), txqueuelen=num("tx_queue_len"),
         speed_mbps=speed,
         kind=kind, master=master, is_aggregate=kind in AGGREGATE_KINDS,
         num_rx_queues=sum(q.startswith("rx-") for q in queues),
