@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from nettop.collectors.host import HostReader  # noqa: E402
 from nettop.kernel.sysroot import SysRoot  # noqa: E402
+from stepped_clock import SteppedClock  # noqa: E402  (tests/stepped_clock.py)
 
 
 def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list[str], list[str]]:
@@ -127,20 +128,6 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
         _netlink_dump(18, struct.pack("=BxHiII", 0, 0, 0, 0, 0))  # RTM_GETLINK
         _netlink_dump(38, struct.pack("=BxxxiLLL", 0, 0, 0, 0, 0))  # RTM_GETQDISC
     return time.thread_time() - t
-
-
-class SteppedClock:
-    """A monotonic clock that moves `interval` seconds per tick: the settings rotation
-    (nettop/collectors/settings_rotation.py) spreads its reads over time, so ticks taken
-    back to back would read fewer settings files than ticks at the sampler's interval."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self.t = time.monotonic()
-
-    def __call__(self) -> float:
-        self.t += self.interval
-        return self.t
 
 
 def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dict[str, float]:

@@ -20,17 +20,7 @@ from nettop.model.problems import Problem
 from nettop.model.rates import compute_rates
 from nettop.model.snapshot import setting_age
 from nettop.output.snapshot_json import build_document
-
-
-class Clock:
-    """Monotonic time that moves one `step` per tick."""
-
-    def __init__(self, step: float = 1.0) -> None:
-        self.t, self.step = 1000.0, step
-
-    def __call__(self) -> float:
-        self.t += self.step
-        return self.t
+from stepped_clock import SteppedClock
 
 
 def test_rotation_asks_new_and_on_screen_every_tick_the_rest_within_the_period_and_forgets_the_gone():
@@ -123,7 +113,8 @@ def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(mon
     with contextlib.ExitStack() as stack:
         labs = [stack.enter_context(veth_lab(queues=2)) for _ in range(N)]
         names = [lab.host_if for lab in labs]
-        with HostReader(LIVE, names, on_screen=names[:1], settings_period_s=10.0, clock=Clock()) as reader:
+        with HostReader(LIVE, names, on_screen=names[:1], settings_period_s=10.0,
+                        clock=SteppedClock(start=1000.0)) as reader:
             if reader._ethtool is None:
                 pytest.skip("no ethtool ioctl socket")
             reader.read()

@@ -22,19 +22,9 @@ from nettop.model.snapshot import Snapshot, setting_age
 from nettop.pipeline import LivePipeline
 from nettop.pipeline.notices import JournalWatch
 from treegen import generate_tree
+from stepped_clock import SteppedClock
 
 QUEUES = 64
-
-
-class Clock:
-    """Monotonic time that moves one `step` per tick."""
-
-    def __init__(self, step: float = 1.0) -> None:
-        self.t, self.step = 1000.0, step
-
-    def __call__(self) -> float:
-        self.t += self.step
-        return self.t
 
 
 def settings_opens(reader: HostReader) -> tuple[Snapshot, int]:
@@ -66,7 +56,7 @@ def all_read_at(snap: Snapshot) -> list[float | None]:
 
 
 def test_off_screen_settings_cost_a_tenth_per_tick_and_all_are_reread_within_the_period(tree):
-    with HostReader(SysRoot(str(tree)), clock=Clock()) as reader:
+    with HostReader(SysRoot(str(tree)), clock=SteppedClock(start=1000.0)) as reader:
         first, everything = settings_opens(reader)
         # 64 rx queues x 2 files, 64 tx queues x (2 + 4 BQL), 64 queue IRQs x 4 (and the
         # tree's one mapped IRQ without a /proc/irq directory: one failed open)
@@ -88,7 +78,7 @@ def test_off_screen_settings_cost_a_tenth_per_tick_and_all_are_reread_within_the
 
 
 def test_on_screen_interface_is_read_whole_every_tick(tree):
-    with HostReader(SysRoot(str(tree)), on_screen=["eth0"], clock=Clock()) as reader:
+    with HostReader(SysRoot(str(tree)), on_screen=["eth0"], clock=SteppedClock(start=1000.0)) as reader:
         _, everything = settings_opens(reader)
         for _ in range(3):
             snap, n = settings_opens(reader)
@@ -99,7 +89,7 @@ def test_on_screen_interface_is_read_whole_every_tick(tree):
 def test_a_change_off_screen_shows_within_the_period_and_is_never_claimed_fresh(tree, tmp_path):
     path = tree / "sys/class/net/eth0/queues/rx-5/rps_cpus"
     old = path.read_text()
-    clock = Clock()
+    clock = SteppedClock(start=1000.0)
     try:
         with HostReader(SysRoot(str(tree)), clock=clock) as reader:
             for _ in range(5):
