@@ -98,3 +98,41 @@ def test_snapshots_out_of_order_are_refused():
     import pytest
     with pytest.raises(ValueError, match="time order"):
         compute_rates(snap(5), snap(5))
+
+
+# --- the per-IRQ fast path (1,024 CPUs x hundreds of queue IRQs) ---------------------
+
+import pytest  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from nettop.model.rates import PerCpuRates, _one_irq  # noqa: E402
+
+_COUNT = st.one_of(st.integers(0, U32 - 1), st.sampled_from([0, 1, U32 - 1, U32, -1, 1 << 70]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_COUNT, _COUNT, st.booleans()), min_size=1, max_size=12),
+       st.floats(0.01, 100.0))
+def test_the_fast_irq_path_gives_what_the_field_by_field_path_gives(cols, elapsed):
+    name = "mlx5_comp0@pci:0000:81:00.0"
+    cpus = tuple(range(len(cols)))
+    ac = tuple(x for x, _, _ in cols)
+    bc = tuple(x if same else y for x, y, same in cols)  # many CPUs where nothing moved
+    a, b = Irq(40, "PCI-MSIX", "1-edge", name, ac, None), Irq(40, "PCI-MSIX", "1-edge", name, bc, None)
+    fast_p: list = []
+    slow_p: list = []
+    fast = _one_irq(a, b, cpus, cpus, elapsed, fast_p, frozenset(cpus))
+    slow = _one_irq(a, b, cpus, cpus, elapsed, slow_p, None)
+    assert dict(fast.per_cpu_per_s.items()) == dict(slow.per_cpu_per_s.items())
+    assert (fast.per_s, fast.reset, fast_p) == (slow.per_s, slow.reset, slow_p)
+
+
+def test_per_cpu_rates_read_as_every_online_cpu_and_store_only_where_it_fired():
+    a = snap(0, cpus=(0, 1, 2, 5), irqs=[Irq(40, "PCI-MSIX", "1-edge", "eth0-rx-0", (10, 20, 30, 40), 100)])
+    b = snap(2, cpus=(0, 1, 2, 5), irqs=[Irq(40, "PCI-MSIX", "1-edge", "eth0-rx-0", (10, 220, 30, 40), 300)])
+    per_cpu = compute_rates(a, b).irqs[40].per_cpu_per_s
+    assert isinstance(per_cpu, PerCpuRates)
+    assert per_cpu == {0: 0.0, 1: 100.0, 2: 0.0, 5: 0.0} and list(per_cpu) == [0, 1, 2, 5]
+    assert per_cpu.fired() == {1: 100.0} and per_cpu[5] == 0.0 and 3 not in per_cpu and len(per_cpu) == 4
+    with pytest.raises(KeyError):
+        per_cpu[3]

@@ -24,6 +24,7 @@ _MIN_COLUMNS = 4  # user nice system idle: every kernel nettop can meet has thes
 _NCOLUMNS = 10
 
 _U64 = 1 << 64
+_SAFE_DIGITS = 19  # any run of at most 19 ASCII digits is below 2**64
 PERCENT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -50,7 +51,12 @@ def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
             if not is_decimal(num) or len(num) > 5 or int(num) >= MAX_CPUS:
                 raise ValueError("no CPU number")
             cpu = int(num)
-            vals = [decimal(v, 64, "field") for v in parts[1:_NCOLUMNS + 1]]
+            fields = parts[1:_NCOLUMNS + 1]
+            joined = "".join(fields)
+            if joined.isascii() and joined.isdigit() and max(map(len, fields), default=0) <= _SAFE_DIGITS:
+                vals = list(map(int, fields))  # plainly valid: C-level checks, one int() each
+            else:  # the strict, field-by-field path names what is wrong
+                vals = [decimal(v, 64, "field") for v in fields]
             if len(vals) < _NCOLUMNS:
                 if len(vals) < _MIN_COLUMNS:
                     raise ValueError(f"{len(vals)} columns, expected at least {_MIN_COLUMNS}")

@@ -14,11 +14,13 @@ wall clock allows) is listed in `Rates.problems`, which the JSON and the reports
 
 from __future__ import annotations
 
+import array
+import itertools
 import math
 import operator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from nettop.model.counters import U32, U64, Step, delta
 from nettop.model.problems import Problem
@@ -242,6 +244,7 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
         problems = []
     out: dict[int, IrqRates] = {}
     pcpus, ccpus = prev.interrupts.cpus, cur.interrupts.cpus
+    known = frozenset(ccpus) if pcpus == ccpus else None
     for irq, b in cur.interrupts.irqs.items():
         a = prev.interrupts.irqs.get(irq)
         if b.counts is None:
@@ -254,15 +257,93 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
                                                         "header (corrupt); no rate"))
             out[irq] = IrqRates(irq, Presence.BOTH)
             continue
-        out[irq] = _one_irq(a, b, pcpus, ccpus, elapsed, problems)
+        out[irq] = _one_irq(a, b, pcpus, ccpus, elapsed, problems, known)
     for irq in prev.interrupts.irqs.keys() - cur.interrupts.irqs.keys():
         out[irq] = IrqRates(irq, Presence.GONE)
     return out
 
 
+class PerCpuRates(Mapping[int, float]):
+    """An IRQ's rate on every online CPU, stored as the CPUs where it fired.
+
+    A queue IRQ fires on one CPU or a few; on 1,024 CPUs a dict of every CPU's rate was
+    1,024 floats per IRQ per tick, nearly all 0.0. This holds the non-zero rates and the
+    CPU ids (shared by every IRQ of the tick), and reads as the full mapping: every
+    online CPU is a key, 0.0 where the IRQ did not fire."""
+
+    __slots__ = ("_cpus", "_known", "_fired")
+
+    def __init__(self, cpus: tuple[int, ...], known: frozenset[int] | set[int], fired: dict[int, float]) -> None:
+        self._cpus = cpus
+        self._known = known
+        self._fired = fired
+
+    def __getitem__(self, cpu: int) -> float:
+        got = self._fired.get(cpu)
+        if got is not None:
+            return got
+        if cpu in self._known:
+            return 0.0
+        raise KeyError(cpu)
+
+    def __contains__(self, cpu: object) -> bool:
+        return cpu in self._known
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._cpus)
+
+    def __len__(self) -> int:
+        return len(self._cpus)
+
+    def fired(self) -> Mapping[int, float]:
+        """Only the CPUs where the IRQ fired (rate > 0), cheaper than `.items()`."""
+        return self._fired
+
+    def __repr__(self) -> str:
+        return f"PerCpuRates({dict(self.items())!r})"
+
+
+_ARRAY_U32 = next(code for code in "IL" if array.array(code).itemsize == 4)
+
+
+def _counters32(values: tuple[int, ...]) -> bool:
+    """Every value is an unsigned 32-bit count, in one C-level pass (an array of
+    unsigned 32-bit items refuses anything else)."""
+    try:
+        array.array(_ARRAY_U32, values)
+    except (OverflowError, TypeError):
+        return False
+    return True
+
+
+def _fast_irq(a: Irq, b: Irq, cpus: tuple[int, ...], known: frozenset[int],
+              elapsed: float) -> IrqRates | None:
+    """The usual case with C-level calls: same CPUs, every count a 32-bit counter, none
+    went backwards; None otherwise, for the field-by-field path to judge and explain."""
+    ac, bc = a.counts, b.counts
+    assert ac is not None and bc is not None
+    if len(ac) != len(bc) or not _counters32(bc):
+        return None
+    if ac is bc or ac == bc:
+        return IrqRates(b.irq, Presence.BOTH, 0.0, PerCpuRates(cpus, known, {}), False)
+    if not _counters32(ac):
+        return None
+    diffs = list(map(operator.sub, bc, ac))
+    moved = list(itertools.compress(diffs, diffs))
+    if min(moved) < 0:
+        return None  # a wrap or a reset: judged per CPU
+    vals = list(map(operator.truediv, moved, itertools.repeat(elapsed, len(moved))))
+    return IrqRates(b.irq, Presence.BOTH, sum(vals),
+                    PerCpuRates(cpus, known, dict(zip(itertools.compress(cpus, diffs), vals))), False)
+
+
 def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
-             elapsed: float, problems: list[Problem]) -> IrqRates:
+             elapsed: float, problems: list[Problem], known: frozenset[int] | None = None) -> IrqRates:
     assert a.counts is not None and b.counts is not None
+    if known is not None and pcpus == ccpus:
+        fast = _fast_irq(a, b, ccpus, known, elapsed)
+        if fast is not None:
+            return fast
     pairs: Iterable[tuple[int, int, int]]  # (cpu, count before, count now)
     if pcpus == ccpus:  # the usual case: the counts side by side
         pairs = zip(ccpus, a.counts, b.counts)
@@ -289,7 +370,9 @@ def _one_irq(a: Irq, b: Irq, pcpus: tuple[int, ...], ccpus: tuple[int, ...],
             reset |= was_reset
         per_cpu[cpu] = r
         total += r
-    return IrqRates(b.irq, Presence.BOTH, total, per_cpu, reset)
+    cpus = tuple(per_cpu)
+    return IrqRates(b.irq, Presence.BOTH, total,
+                    PerCpuRates(cpus, frozenset(cpus), {c: r for c, r in per_cpu.items() if r}), reset)
 
 
 _LINK_FIELDS = (

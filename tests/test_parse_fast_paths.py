@@ -1,0 +1,99 @@
+"""The per-CPU parsers' fast paths accept exactly what their strict paths accept.
+
+/proc/stat, /proc/net/softnet_stat and /proc/softirqs have one line (or field) per CPU:
+on 1,024 CPUs a field-by-field check in Python was most of their cost, so a line that is
+plainly valid is now checked with a few C-level calls and converted at once. These
+tests feed both valid and damaged fields and compare with the strict helpers
+(collectors/numbers.py), which stay the definition of a valid field.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from nettop.collectors.cpustat import parse_stat
+from nettop.collectors.numbers import decimal, hexadecimal
+from nettop.collectors.softirqs import parse_softirqs
+from nettop.collectors.softnet import parse_softnet
+
+# fields a kernel prints, and the near misses int() would wrongly take
+_DEC = st.one_of(
+    st.integers(0, (1 << 64) - 1).map(str),
+    st.sampled_from(["0", "00000000000000000001", "18446744073709551615", "18446744073709551616",
+                     "99999999999999999999", "+5", "-5", "1_0", "٣", "²", "0x10", "1e3", "１"]),
+)
+_HEX = st.one_of(
+    st.integers(0, (1 << 32) - 1).map(lambda n: f"{n:08x}"),
+    st.sampled_from(["ffffffff", "FFFFFFFF", "100000000", "0000000001", "-0000001", "0x000001",
+                     "g0000000", "0000_001", "ｆ", "1"]),
+)
+
+
+def _strict_dec(v: str, bits: int) -> int | None:
+    try:
+        return decimal(v, bits)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_DEC, min_size=4, max_size=10), min_size=1, max_size=6))
+def test_proc_stat_fast_path_matches_the_strict_fields(rows):
+    text = "cpu  1 2 3 4\n" + "".join(f"cpu{i} " + " ".join(r) + "\n" for i, r in enumerate(rows)) + "intr 1 2\n"
+    got, problems = parse_stat(text)
+    for i, r in enumerate(rows):
+        strict = [_strict_dec(v, 64) for v in r]
+        if any(v is None for v in strict):
+            assert i not in got
+        else:
+            t = got[i]
+            want = strict + [0] * (10 - len(strict))
+            assert [t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal,
+                     t.guest, t.guest_nice] == want
+    bad = sum(any(_strict_dec(v, 64) is None for v in r) for r in rows)
+    assert len([p for p in problems if "malformed" in p.message]) == bad
+    assert len(got) == len(rows) - bad
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_HEX, min_size=13, max_size=13), min_size=1, max_size=6))
+def test_softnet_fast_path_matches_the_strict_fields(rows):
+    rows = [r[:12] + [f"{i:08x}"] for i, r in enumerate(rows)]  # the CPU column
+    got, problems = parse_softnet("".join(" ".join(r) + "\n" for r in rows))
+    for i, r in enumerate(rows):
+        strict = []
+        for v in r:
+            try:
+                strict.append(hexadecimal(v, 32))
+            except ValueError:
+                strict.append(None)
+        if any(strict[j] is None for j in (0, 1, 2, 9, 10, 11, 12)):
+            assert i not in got
+        else:
+            row = got[i]
+            assert (row.processed, row.dropped, row.time_squeeze, row.received_rps,
+                    row.flow_limit_count, row.backlog) == (strict[0], strict[1], strict[2],
+                                                            strict[9], strict[10], strict[11])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_DEC, min_size=1, max_size=5), st.lists(_DEC, min_size=1, max_size=5))
+def test_softirqs_fast_path_matches_the_strict_fields(rx, tx):
+    n = max(len(rx), len(tx))
+    rx, tx = (r + ["1"] * (n - len(r)) for r in (rx, tx))
+    text = ("   " + "".join(f"CPU{i:<8d}" for i in range(n)) + "\n"
+            + "      NET_TX: " + " ".join(tx) + "\n" + "      NET_RX: " + " ".join(rx) + "\n")
+    got, problems = parse_softirqs(text)
+    # the kernel prints "%10u": at most 10 digits (a zero-padded 20-digit field is corrupt)
+    good = all(_strict_dec(v, 32) is not None and len(v) <= 10 for v in rx + tx)
+    if good:
+        assert [got[i].net_rx for i in range(n)] == [int(v) for v in rx]
+        assert [got[i].net_tx for i in range(n)] == [int(v) for v in tx]
+        assert not problems
+    else:
+        assert got == {} and problems
+
+
+def test_an_empty_softirqs_row_is_a_count_mismatch_not_a_number_error():
+    got, problems = parse_softirqs("    CPU0  CPU1\nNET_TX:\nNET_RX: 1 2\n")
+    assert got == {} and any("0 counts for 2 CPUs" in p.message for p in problems)
