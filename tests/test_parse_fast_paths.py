@@ -39,7 +39,7 @@ def _strict_dec(v: str, bits: int) -> int | None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(_DEC, min_size=4, max_size=10), min_size=1, max_size=6))
 def test_proc_stat_fast_path_matches_the_strict_fields(rows):
-    text = "cpu  1 2 3 4\n" + "".join(f"cpu{i} " + " ".join(r) + "\n" for i, r in enumerate(rows)) + "intr 1 2\n"
+    text = "cpu  1 2 3 4 5 6 7 8 9 10\n" + "".join(f"cpu{i} " + " ".join(r) + "\n" for i, r in enumerate(rows)) + "intr 1 2\n"
     got, problems = parse_stat(text)
     for i, r in enumerate(rows):
         strict = [_strict_dec(v, 64) for v in r]
@@ -97,3 +97,26 @@ def test_softirqs_fast_path_matches_the_strict_fields(rx, tx):
 def test_an_empty_softirqs_row_is_a_count_mismatch_not_a_number_error():
     got, problems = parse_softirqs("    CPU0  CPU1\nNET_TX:\nNET_RX: 1 2\n")
     assert got == {} and any("0 counts for 2 CPUs" in p.message for p in problems)
+
+
+def test_kernel_shaped_files_take_the_fast_paths(tmp_path):
+    """The whole-file paths are the ones a real file takes (else they would be dead code
+    that the equivalence tests above only seem to cover)."""
+    from nettop.collectors import cpustat, softnet
+    from treegen import generate_tree
+
+    tree = generate_tree(tmp_path / "t", cpus=16, irqs=40, queues=4)
+    stat = (tree / "proc/stat").read_text()
+    assert cpustat._plainly_valid(stat[:stat.find("\nintr")]) is not None
+    assert softnet._plainly_valid((tree / "proc/net/softnet_stat").read_text()) is not None
+    with open("/proc/stat") as f:  # this kernel's own
+        live = f.read()
+    assert cpustat._plainly_valid(live[:live.find("\nintr")]) is not None
+    with open("/proc/net/softnet_stat") as f:
+        assert softnet._plainly_valid(f.read()) is not None
+
+
+def test_a_cpu_twice_in_proc_stat_is_still_a_problem_on_the_fast_path_shape():
+    text = "cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpu0 2 2 3 4 5 6 7 8 9 10\nintr 0\n"
+    got, problems = parse_stat(text)
+    assert got[0].user == 1 and any("two lines" in p.message for p in problems)

@@ -77,6 +77,23 @@ def test_off_screen_settings_cost_a_tenth_per_tick_and_all_are_reread_within_the
         assert len(snap.devices["eth0"].queues) == 2 * QUEUES and len(snap.devices["eth0"].bql) == QUEUES
 
 
+def test_a_host_with_more_files_than_the_rate_allows_rotates_over_a_longer_stated_period(tree):
+    """768 files at 32 a second: 24 s, not 10 (a 4 x 128-queue host's 6,100 files at the
+    default 256 a second give 24 s too); every value is still re-read within it."""
+    everything = QUEUES * 2 + QUEUES * 6 + QUEUES * 4
+    with HostReader(SysRoot(str(tree)), clock=SteppedClock(start=1000.0), settings_files_per_s=32) as reader:
+        settings_opens(reader)
+        counts, oldest = [], 0.0
+        for _ in range(60):
+            snap, n = settings_opens(reader)
+            counts.append(n)
+            oldest = max(oldest, *(setting_age(snap.t_mono, t) for t in all_read_at(snap)))
+        assert reader._settings.period() == pytest.approx(everything / 32)
+        assert max(counts) <= 32 + 6, counts  # the budget, give or take one item
+        assert sum(counts[-24:]) >= everything - 40, counts  # yet all of them within the period
+        assert 10.0 < oldest <= everything / 32, oldest
+
+
 def test_on_screen_interface_is_read_whole_every_tick(tree):
     with HostReader(SysRoot(str(tree)), on_screen=["eth0"], clock=SteppedClock(start=1000.0)) as reader:
         _, everything = settings_opens(reader)

@@ -34,7 +34,7 @@ from nettop.collectors import (
 )
 from nettop.collectors.host_tuning import TuningReader
 from nettop.collectors.nic_rotation import NicRead, NicSettingsRotation
-from nettop.collectors.settings_rotation import ROTATION_S, SettingsRotation
+from nettop.collectors.settings_rotation import ROTATION_FILES_PER_S, ROTATION_S, SettingsRotation
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.model.problems import Problem, from_oserror, malformed
@@ -57,7 +57,8 @@ class HostReader:
                  prober: Prober | None = None, follow_irqs: Iterable[int] = (),
                  probes: EbpfProbes | None = None, on_screen: Iterable[str] | None = None,
                  settings_period_s: float = ROTATION_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 settings_files_per_s: float = ROTATION_FILES_PER_S) -> None:
         self.root = root
         self.clock = clock  # monotonic; a benchmark steps its own to stand for ticks at an interval
         self.probes = probes
@@ -69,7 +70,7 @@ class HostReader:
         # settings_rotation.py); the consumer may change it between ticks. By default
         # the interfaces asked for by name, none when all are read.
         self.on_screen: frozenset[str] = frozenset(on_screen if on_screen is not None else ifnames or ())
-        self._settings = SettingsRotation(root, settings_period_s)
+        self._settings = SettingsRotation(root, settings_period_s, settings_files_per_s)
         # coalescing, rings and channels (ethtool, each request takes RTNL): the same policy
         self._nic_settings = NicSettingsRotation(settings_period_s)
         self.settings_files = 0  # settings files the last tick read (a benchmark's figure)

@@ -19,6 +19,7 @@ Naming also works on a captured /proc/interrupts without sysfs. A queue with no 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -76,12 +77,19 @@ def read_queue_dirs(root: SysRoot, ifname: str) -> list[tuple[str, int]] | None:
         names = root.listdir(f"sys/class/net/{ifname}/queues")
     except OSError:
         return None
+    return list(_queue_names(tuple(names)))
+
+
+@functools.lru_cache(maxsize=256)
+def _queue_names(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """The queue directories' names parsed, once per listing (a 128-queue NIC's listing
+    is the same tick after tick)."""
     out = []
     for n in names:
         m = _QUEUE_DIR.fullmatch(n)
         if m:
             out.append((m.group(1), int(m.group(2))))
-    return sorted(out)
+    return tuple(sorted(out))
 
 
 SHARED = [("*", -1)]  # one vector for the whole device: serves every queue if none is specific
@@ -284,13 +292,58 @@ def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
                                 f"cannot list the queues of {ifname} (sys/class/net/{ifname}/queues)"))
     dev = read_device(root, ifname)
     if dev is not None and dev.msi_irqs and irqs.irqs:
-        absent = sorted(dev.msi_irqs - irqs.irqs.keys())
+        table = irqs.irqs  # (not `msi - table.keys()`: that copies 16,384 keys into a set)
+        absent = sorted(i for i in dev.msi_irqs if i not in table)
         if absent:  # a capture whose sysfs and /proc/interrupts disagree, or a vector freed
             shown = ", ".join(map(str, absent[:8])) + (", ..." if len(absent) > 8 else "")
             problems.append(Problem(f"sys/class/net/{ifname}/device/msi_irqs", (
                 f"{ifname}'s device lists MSI IRQ {shown} in msi_irqs/ but /proc/interrupts "
                 "does not have them (captured at different times, or freed since): their "
                 "counts and queues are unknown")))
+    key = _memo_key(ifname, irqs, dev, queue_dirs, answers)
+    if key is not None:
+        hit = _MAPS.get(key)
+        if hit is not None:
+            return hit
+    got = _map_pure(ifname, irqs, dev, queue_dirs, answers)
+    if key is not None:
+        if len(_MAPS) >= _MAPS_MAX:
+            _MAPS.clear()
+        _MAPS[key] = got
+    return got
+
+
+# The map of an interface is a pure function of a few inputs that change only when the
+# host is reconfigured (channels, a NIC reset, a driver reload); on a 4 x 128-queue host
+# working it out again each tick cost milliseconds. Keyed by every input it reads.
+_MAPS: dict[tuple, QueueMap] = {}
+_MAPS_MAX = 256
+_NL_KEYS = ("type", "id", "napi_id", "irq")
+_MISSING = object()  # an attribute the answer did not carry (not the same as a None value)
+
+
+def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
+              queue_dirs: list[tuple[str, int]] | None,
+              answers: tuple[list[dict], list[dict]] | None) -> tuple | None:
+    """Everything `_map_pure` reads, or None when that is the whole IRQ table (a device
+    without msi_irqs: any IRQ's name may be its), which is not worth keying on."""
+    msi = dev.msi_irqs if dev is not None else None
+    if msi is not None:
+        table = irqs.irqs
+        seen = tuple((i, table[i].name, table[i].chip) if i in table else (i,) for i in sorted(msi))
+    elif dev is None and queue_dirs is not None:
+        seen = ()  # a software device: no IRQ is looked at
+    else:
+        return None
+    nl = None
+    if answers is not None:  # the attributes map_by_netlink reads
+        nl = tuple(tuple(tuple(r.get(k, _MISSING) for k in _NL_KEYS) for r in rows) for rows in answers)
+    return (ifname, dev, tuple(queue_dirs) if queue_dirs is not None else None, seen, nl)
+
+
+def _map_pure(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
+              queue_dirs: list[tuple[str, int]] | None,
+              answers: tuple[list[dict], list[dict]] | None) -> QueueMap:
     napi_ids = None
     if answers is not None:
         queues, napis = answers

@@ -8,7 +8,11 @@ reading all of them every tick was most of the sampler's opens on a big host. So
   interfaces, `record`/`serve`'s --iface list) and the IRQs of their queues are read
   every tick, as are the IRQs a user follows;
 - everything else is read in rotation, oldest first, a budget of files per tick sized so
-  that every setting is re-read at least every `period_s` seconds (ROTATION_S);
+  that every setting is re-read at least every `period_s` seconds (ROTATION_S), or, on a
+  host with more settings files than `files_per_s` (ROTATION_FILES_PER_S) can read in
+  that time, every `files / files_per_s` seconds: a 4 x 128-queue host has ~6,100 such
+  files, and reading a tenth of them each second was a quarter of the sampler's tick.
+  `period()` says which applies; the screen shows each value's age either way;
 - a queue or IRQ seen for the first time (a new interface, `ethtool -L`, a NIC reset) is
   read at once, and so is anything `notice` names: the pipeline calls it when nettop's
   own journal says a change was made, so nettop's changes show on the next tick.
@@ -36,7 +40,8 @@ from nettop.model.problems import Problem
 from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
 from nettop.kernel.sysroot import SysRoot
 
-ROTATION_S = 10.0  # every setting off screen is re-read at least this often
+ROTATION_S = 10.0  # every setting off screen is re-read at least this often...
+ROTATION_FILES_PER_S = 256  # ...unless that would read more than this many files a second
 QUEUE_FILES = 2  # rps_cpus + rps_flow_cnt, or xps_cpus + xps_rxqs
 IRQ_FILES = 4  # smp_affinity_list, effective_affinity_list, affinity_hint, node
 
@@ -83,9 +88,12 @@ class _Iface:
 
 
 class SettingsRotation:
-    def __init__(self, root: SysRoot, period_s: float = ROTATION_S) -> None:
+    def __init__(self, root: SysRoot, period_s: float = ROTATION_S,
+                 files_per_s: float = ROTATION_FILES_PER_S) -> None:
         self.root = root
         self.period_s = period_s
+        self.files_per_s = files_per_s
+        self._period = period_s  # the last tick's (see `period`)
         self._ifaces: dict[tuple[str, int], _Iface] = {}
         self._aff: dict[int, _Entry] = {}
         self._aff_problems: dict[int, list[Problem]] = {}
@@ -94,6 +102,11 @@ class SettingsRotation:
         self._lock = threading.Lock()
         self._noticed_ifs: set[str] = set()
         self._noticed_irqs: set[int] = set()
+
+    def period(self) -> float:
+        """Seconds within which every setting off screen is read again, as of the last
+        tick: `period_s`, longer on a host with more files than `files_per_s` allows."""
+        return self._period
 
     def notice(self, ifnames: Iterable[str] = (), irqs: Iterable[int] = ()) -> None:
         """Read these interfaces' queue settings and these IRQs' affinity on the next tick
@@ -141,7 +154,9 @@ class SettingsRotation:
 
         # the rotation: oldest first, a share of the whole per tick, plus anything that
         # would pass the period before the next tick
-        budget = math.ceil(sum(present.values()) * min(dt, self.period_s) / self.period_s)
+        files_due = sum(present.values())
+        period = self._period = max(self.period_s, files_due / self.files_per_s)
+        budget = math.ceil(files_due * min(dt, period) / period)
         spent = 0
         order = self._order
         for key in list(order):
@@ -153,7 +168,7 @@ class SettingsRotation:
                         key[0] == "q" and (key[1], key[2]) not in self._ifaces:
                     del order[key]  # gone
                 continue
-            if spent >= budget and t - read_at + dt <= self.period_s:
+            if spent >= budget and t - read_at + dt <= period:
                 break
             spent += present.pop(key)
             if key[0] == "irq":
@@ -226,4 +241,4 @@ class SettingsRotation:
         return files
 
 
-__all__ = ["IRQ_FILES", "QUEUE_FILES", "ROTATION_S", "SettingsRead", "SettingsRotation"]
+__all__ = ["IRQ_FILES", "QUEUE_FILES", "ROTATION_FILES_PER_S", "ROTATION_S", "SettingsRead", "SettingsRotation"]
