@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,70 @@ def test_a_tree_that_advances_under_one_reader_matches_proc_interrupts(tmp_path,
             snap = r.read()
             assert snap.irq_source == SOURCE
             assert _same(snap) == _same(_fresh(tree, tmp_path / f"p{step}"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel/irq"), reason="needs the live host's /sys/kernel/irq")
+def test_live_reads_through_held_descriptors_are_fresh_and_closed_with_the_reader():
+    """On the live kernel each followed per_cpu_count is opened once and re-read with
+    pread at offset 0: the counts must still be this instant's (kernfs regenerates them),
+    bracketed by fresh opens of the same file, and every descriptor goes with close()."""
+    online, _ = cpus.read_online_cpus(LIVE)
+
+    def totals() -> dict[int, int]:
+        table, _ = interrupts.read_interrupts(LIVE, lambda i, n: True)
+        return {i: sum(x.counts) for i, x in table.irqs.items() if x.counts is not None}
+
+    t0 = totals()
+    deadline = time.monotonic() + 20
+    moving: list[int] = []
+    while not moving and time.monotonic() < deadline:
+        time.sleep(0.5)
+        t1 = totals()
+        moving = sorted(i for i in t1 if t1[i] > t0.get(i, t1[i]))
+    assert moving, "no IRQ fired on this host in 20 s"
+    want = set(moving[:4])
+    reader = SysfsIrqReader()
+    try:
+        first = reader.read(LIVE, online, lambda i, n: i in want)
+        assert first is not None, reader.fallback_reason
+        assert len(reader._fds) == len(want)  # held, one per followed IRQ
+        held_fds = list(reader._fds.values())
+        seen_change = False
+        for _ in range(40):
+            fresh_lo = {i: _fresh_total(i) for i in want}
+            held = reader.read(LIVE, online, lambda i, n: i in want)
+            fresh_hi = {i: _fresh_total(i) for i in want}
+            assert held is not None
+            for i in want:
+                got = held.irqs[i].total
+                assert fresh_lo[i] <= got <= fresh_hi[i], (i, fresh_lo[i], got, fresh_hi[i])
+                seen_change |= got != first.irqs[i].total
+            if seen_change:
+                break
+            time.sleep(0.25)
+        assert seen_change, "the held descriptors never showed a new count"
+    finally:
+        reader.close()
+    assert not reader._fds
+    for fd in held_fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
+def _fresh_total(irq: int) -> int:
+    with open(f"/sys/kernel/irq/{irq}/per_cpu_count") as f:
+        return sum(int(x) for x in f.read().strip().split(","))
+
+
+def test_a_captured_tree_is_never_read_through_held_descriptors(tmp_path):
+    """A generated tree that advances replaces its files by rename: a held descriptor would
+    read the old file forever, so a tree's files are opened each tick."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    root = SysRoot(str(tree))
+    online, _ = cpus.read_online_cpus(root)
+    reader = SysfsIrqReader()
+    a = reader.read(root, online, lambda i, n: "mlx5" in n)
+    assert a is not None and not reader._fds
+    generate_tree(tree, cpus=8, irqs=40, queues=4, step=1)
+    b = reader.read(root, online, lambda i, n: "mlx5" in n)
+    assert b is not None and any(b.irqs[i].total != a.irqs[i].total for i in b.irqs if b.irqs[i].counts)

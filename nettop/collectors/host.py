@@ -118,6 +118,7 @@ class HostReader:
                     pass
         self._nl = self._rtnl = self._ethtool = None
         self._tuning.close()
+        self._irq_sysfs.close()
 
     def __enter__(self) -> HostReader:
         return self

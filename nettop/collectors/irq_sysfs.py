@@ -16,6 +16,13 @@ subdirectories, one stat) is checked every tick, and an IRQ whose file vanished 
 it; every `recheck_every` ticks the followed IRQs' actions are read again (a driver
 that renames its vectors on the same numbers).
 
+On the live kernel each followed IRQ's file is opened once and read again with
+`pread(fd, 0)` (kernfs regenerates a seq_file read from offset 0): one system call per
+IRQ per tick instead of open, read and close, ~1.5 us instead of ~9 us here. At most
+`max_open` (a quarter of RLIMIT_NOFILE, up to 1,024) are held; the rest are opened each
+time. A captured tree is always opened afresh: a generated tree that advances replaces
+its files by rename, and a held descriptor would keep reading the old one.
+
 `read` returns None when this source cannot answer and /proc/interrupts must (a kernel
 or capture without /sys/kernel/irq, an unreadable `possible` CPU list, a per_cpu_count
 cut short at PAGE_SIZE, as the kernel does with large counts on ~1,000 CPUs); the
@@ -69,8 +76,11 @@ def _meta(base: str, irq: int) -> Irq | None:
 class SysfsIrqReader:
     """Reads the followed IRQs' per_cpu_count tick after tick (not thread-safe)."""
 
-    def __init__(self, recheck_every: int = 10) -> None:
+    def __init__(self, recheck_every: int = 10, max_open: int | None = None) -> None:
         self.recheck_every = recheck_every
+        self.max_open = _fd_budget() if max_open is None else max_open
+        self._fds: dict[str, int] = {}  # per_cpu_count path -> a descriptor held open (live only)
+        self._hold = False  # whether this tick's root is the live kernel
         self.fallback_reason: str | None = None
         self._ticks = 0
         self._base = ""
@@ -90,6 +100,7 @@ class SysfsIrqReader:
         """The table for this tick, or None (see `fallback_reason`): then the caller reads
         /proc/interrupts. `full`: the caller's `want` grew, evaluate it again."""
         base = root.join(DIR)
+        self._hold = root.live and self.max_open > 0
         try:
             nlink = os.stat(base).st_nlink
         except OSError:
@@ -126,10 +137,35 @@ class SysfsIrqReader:
 
     # --- discovery ---------------------------------------------------------------------
 
+    def close(self) -> None:
+        """Close every descriptor held open."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _text(self, path: str) -> str:
+        """The file's text: through a held descriptor on the live kernel, else opened."""
+        fd = self._fds.get(path)
+        if fd is None:
+            if not self._hold or len(self._fds) >= self.max_open:
+                return _read(path)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            self._fds[path] = fd
+        try:
+            return os.pread(fd, 65536, 0).decode("latin-1")
+        except OSError:
+            del self._fds[path]  # the IRQ went away (ENODEV): the caller looks again
+            os.close(fd)
+            raise
+
     def _forget(self, reason: str) -> None:
         self.fallback_reason = reason
         self._base, self._nlink, self._bare = "", -1, {}
         self._paths, self._last = {}, {}
+        self.close()
 
     def _discover(self, root: SysRoot, base: str, nlink: int) -> bool:
         try:
@@ -173,6 +209,9 @@ class SysfsIrqReader:
         self._paths = {irq: f"{self._base}/{irq}/per_cpu_count"
                        for irq, info in self._bare.items() if want(irq, info.name)}
         self._last = {k: v for k, v in self._last.items() if k in self._paths}
+        followed = set(self._paths.values())
+        for path in [p for p in self._fds if p not in followed]:
+            os.close(self._fds.pop(path))
 
     # --- one tick ------------------------------------------------------------------------
 
@@ -201,7 +240,7 @@ class SysfsIrqReader:
         last = self._last
         for irq, path in self._paths.items():
             try:
-                text = _read(path)
+                text = self._text(path)
             except OSError:
                 return None  # gone since discovery
             prev = last.get(irq)
@@ -236,6 +275,19 @@ class SysfsIrqReader:
             last[irq] = (text, body, vals, got, hint)
         self.fallback_reason = None
         return InterruptTable(tuple(online), irqs)
+
+
+def _fd_budget() -> int:
+    """Descriptors this reader may hold: a quarter of the soft RLIMIT_NOFILE, at most 1,024."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 0
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(0, min(1024, soft // 4))
 
 
 def _parse_all(parts: list[str]) -> list[int] | None:
