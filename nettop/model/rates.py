@@ -14,7 +14,6 @@ wall clock allows) is listed in `Rates.problems`, which the JSON and the reports
 
 from __future__ import annotations
 
-import array
 import itertools
 import math
 import operator
@@ -170,12 +169,18 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
         sa, sb = prev.softirqs.get(cpu), cur.softirqs.get(cpu)
         if sa and sb:
             for name, x, y in (("net_rx_per_s", sa.net_rx, sb.net_rx), ("net_tx_per_s", sa.net_tx, sb.net_tx)):
+                if 0 <= x <= y < U32:  # inline: only a backwards or corrupt count needs _counter
+                    fields[name] = (y - x) / elapsed
+                    continue
                 fields[name], r = _counter(f"/proc/softirqs {name[:6].upper()} on CPU {cpu}",
                                            x, y, elapsed, problems)
                 reset |= r
         na, nb = prev.softnet.get(cpu), cur.softnet.get(cpu)
         if na and nb:
             for name, x, y in zip(_SOFTNET_RATES, _SOFTNET(na), _SOFTNET(nb)):
+                if 0 <= x <= y < U32:
+                    fields[name] = (y - x) / elapsed
+                    continue
                 fields[name], r = _counter(f"softnet_stat {name[:-6]} on CPU {cpu}",
                                            x, y, elapsed, problems)
                 reset |= r
@@ -215,13 +220,13 @@ def _time_split(a: CpuTimes, b: CpuTimes, elapsed: float = 0.0,
     """Percent of elapsed CPU ticks per state; a backwards total means the CPU was reset.
     Every field of the total is checked (nice included), so the shares never pass 100."""
     va, vb = _ALL_TIMES(a), _ALL_TIMES(b)
-    if not all(0 <= x < U64 for x in va + vb):
+    if not (min(va) >= 0 and min(vb) >= 0 and max(va) < U64 and max(vb) < U64):
         if problems is not None:
             problems.append(Problem("/proc/stat", f"/proc/stat cpu{b.cpu}: a time is outside "
                                                   "64 bits (corrupt); no CPU split"))
         return dict.fromkeys(_PCT_NAMES, 0.0), False
     total = b.total - a.total
-    if total <= 0 or any(y < x for x, y in zip(va, vb)):
+    if total <= 0 or any(map(operator.lt, vb, va)):
         return dict.fromkeys(_PCT_NAMES, 0.0), total < 0
     if problems is not None and elapsed > 0 and total > _USER_HZ * elapsed * _TICK_SLACK + 2:
         problems.append(Problem("/proc/stat", (
@@ -303,32 +308,26 @@ class PerCpuRates(Mapping[int, float]):
         return f"PerCpuRates({dict(self.items())!r})"
 
 
-_ARRAY_U32 = next(code for code in "IL" if array.array(code).itemsize == 4)
-
-
-def _counters32(values: tuple[int, ...]) -> bool:
-    """Every value is an unsigned 32-bit count, in one C-level pass (an array of
-    unsigned 32-bit items refuses anything else)."""
-    try:
-        array.array(_ARRAY_U32, values)
-    except (OverflowError, TypeError):
-        return False
-    return True
-
-
 def _fast_irq(a: Irq, b: Irq, cpus: tuple[int, ...], known: frozenset[int],
               elapsed: float) -> IrqRates | None:
-    """The usual case with C-level calls: same CPUs, every count a 32-bit counter, none
-    went backwards; None otherwise, for the field-by-field path to judge and explain."""
+    """The usual case with C-level calls (a max, a min, one subtraction per count): same
+    CPUs, every count within 32 bits, none went backwards; None otherwise, for the
+    field-by-field path to judge and explain."""
     ac, bc = a.counts, b.counts
     assert ac is not None and bc is not None
-    if len(ac) != len(bc) or not _counters32(bc):
+    try:
+        if len(ac) != len(bc) or not bc or max(bc) >= U32:
+            return None
+        if ac is bc or ac == bc:
+            if min(bc) < 0:
+                return None
+            return IrqRates(b.irq, Presence.BOTH, 0.0, PerCpuRates(cpus, known, {}), False)
+        if min(ac) < 0:
+            return None
+        # every count lies in [min(ac), max(bc)] once none went backwards: within 32 bits
+        diffs = list(map(operator.sub, bc, ac))
+    except TypeError:  # not numbers at all (a damaged recording)
         return None
-    if ac is bc or ac == bc:
-        return IrqRates(b.irq, Presence.BOTH, 0.0, PerCpuRates(cpus, known, {}), False)
-    if not _counters32(ac):
-        return None
-    diffs = list(map(operator.sub, bc, ac))
     moved = list(itertools.compress(diffs, diffs))
     if min(moved) < 0:
         return None  # a wrap or a reset: judged per CPU
