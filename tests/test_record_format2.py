@@ -111,7 +111,7 @@ def tamper(path: str, sql: str) -> None:
 def test_any_access_order_gives_the_recorded_snapshots(reads, tmp_path):
     path = recorded(str(tmp_path / "r.nettop"), reads)
     r = Reader(path)
-    assert r.version == 2 and r.meta["schema_version"] == "2"
+    assert r.version == 3 and r.meta["schema_version"] == "3"
     assert list(r.snapshots()) == reads
     rnd = random.Random(3)
     for pos in [len(reads) - 1, 0, KEY_EVERY + 5, KEY_EVERY + 4, 3, KEY_EVERY * 2 + 1] + \
@@ -221,3 +221,18 @@ def test_a_format_2_recording_replays_exactly():
         r.drop_cache()
         assert _digest(r.snapshot(r.index[pos].seq)) == want[pos]
     assert {s.host for s in r.snapshots(99, 103)} == {"gen4", "gen4-renamed"}
+
+
+def test_format_3_writes_runs_of_counters_as_their_length(reads):
+    """Format 3: a tuple of counters (a CPU's times, an IRQ's per-CPU counts) is {"n": k}
+    in the skeleton, not k zeros; it decodes to the same snapshot, and a damaged run
+    marker is a CodecError, not a crash or a huge allocation."""
+    skeleton, ints, floats = codec.split(reads[0])
+    assert '"c":"CpuTimes","f":{"n":11}' in skeleton  # a dataclass of only counters
+    assert '"c":"InterruptTable","f":[{"n":' in skeleton  # a tuple of ints (the CPU ids)
+    parsed = json.loads(skeleton)
+    assert codec.join(parsed, ints, floats) == reads[0]
+    for bad in ('{"n":-1}', '{"n":1e9}', '{"n":"3"}', '{"n":99999999999}', '{"n":2,"x":1}'):
+        damaged = json.loads(skeleton.replace('{"n":2}', bad, 1).replace('{"n":10}', bad, 1))
+        with pytest.raises(codec.CodecError):
+            codec.join(damaged, ints, floats)

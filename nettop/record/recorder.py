@@ -188,11 +188,27 @@ class Recorder:
             reason, ok = str(exc), False
         finally:
             self.pipeline.stop()
+            if ok and self.max_size is None:
+                self._drain(writer)  # what was sampled before the stop is kept, however busy the host
             writer.close()
         if tty:
             self.out.write("\n")
         self.lost = getattr(writer, "lost", 0)  # `--dir`: dropped while the disk was full
         return Result(writer.samples, reason, ok)
+
+    def _drain(self, writer: Any) -> None:
+        """Write the samples still queued when the recording stopped (the sampler thread
+        has stopped: nothing more arrives)."""
+        try:
+            while True:
+                snap, events = self._queue.get_nowait()
+                writer.add_sample(snap, events)
+                if self.on_snapshot is not None:
+                    self.on_snapshot(snap)
+        except queue.Empty:
+            pass
+        except RecordingError:
+            pass  # the disk filled or the file went while stopping: what is left cannot be kept
 
     def _status(self, writer: Writer, size: int, tty: bool) -> None:
         line = f"nettop: recording {writer.path}: {writer.samples} samples, {size / 1e6:.1f} MB"

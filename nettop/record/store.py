@@ -32,7 +32,7 @@ from nettop.record import codec, wallclock
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PAGE_SIZE = 16384
 # A key sample (absolute counters) at least this often. A cold seek decodes the chain
 # from its key, ~0.2 ms a sample in lanes (codec.residual) on a 64-CPU host, so 120
