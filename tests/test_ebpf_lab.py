@@ -17,6 +17,7 @@ import json
 import os
 import re
 import socket
+import threading
 import time
 
 import pytest
@@ -320,21 +321,38 @@ def test_a_flood_makes_the_probes_attach_part_time_and_rates_stay_estimated(veth
     veth_lab.iperf3_server()
     probes = _started(("napi", "softirq"))
     samples = []
+    # the peer's received packets through the interval, every ~5 ms: the host end's
+    # tx_packets (veth counts the peer's receive as its own transmit), read in place
+    trace: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        path = f"/sys/class/net/{veth_lab.host_if}/statistics/tx_packets"
+        while not stop.is_set():
+            with open(path) as f:
+                trace.append((time.monotonic(), int(f.read())))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         probes.take()
         cli = veth_lab.iperf3_client(5, extra=["-u", "-b", "0", "-l", "1200"])
         time.sleep(1.5)  # one fully attached interval decides the duty
         prev = probes.take()
+        attached_at = time.monotonic()  # take() attached the probes again just before
         for _ in range(2):
-            rx0 = _peer_rx_packets(veth_lab)
             time.sleep(1.0)
             sample = probes.take()
-            samples.append((sample, _peer_rx_packets(veth_lab) - rx0, prev.elapsed_s))
-            prev = sample
+            taken_at = time.monotonic()
+            samples.append((sample, attached_at, prev.elapsed_s))
+            prev, attached_at = sample, taken_at
         cli.communicate(timeout=30)
     finally:
         probes.stop()
-    for sample, rx, prev_elapsed in samples:
+        stop.set()
+        watcher.join()
+    for sample, start, prev_elapsed in samples:
         # THEN the probes were attached only part of each interval: the detach timer is
         # set at each take to the previous interval's length over the duty (1.5 s / 2 is
         # 0.75 s of a 1 s interval), so the window is at least that long (the timer may
@@ -342,7 +360,17 @@ def test_a_flood_makes_the_probes_attach_part_time_and_rates_stay_estimated(veth
         assert sample.duty > 1, sample
         share = min(prev_elapsed, sample.elapsed_s) / sample.duty
         assert share * 0.99 <= sample.window_s < sample.elapsed_s, (prev_elapsed, sample)
-        # ... and scaling by the attached window still estimates the packet rate
+        # ... and scaling by the attached window still estimates the packet rate: the
+        # rate of the peer's receive over that same window (on a busy machine the
+        # flood's rate swings within a second, so the interval's mean is no reference)
         est = sum(n.work for n in sample.napi if n.netns == lab_ns) / sample.window_s
-        actual = rx / sample.elapsed_s
+        actual = (_at(trace, start + sample.window_s) - _at(trace, start)) / sample.window_s
         assert 0.5 * actual <= est <= 1.6 * actual, (est, actual)
+
+
+def _at(trace: list[tuple[float, int]], t: float) -> float:
+    """The count at monotonic time t, between the two readings around it."""
+    for (t0, n0), (t1, n1) in zip(trace, trace[1:]):
+        if t0 <= t <= t1:
+            return n0 + (n1 - n0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
+    raise AssertionError(f"no reading of the peer's packets around {t:.3f}")
