@@ -38,6 +38,7 @@ from nettop.kernel.sysroot import SysRoot  # noqa: E402
 from nettop.pipeline.live import LivePipeline  # noqa: E402
 from nettop.pipeline.tap import EventCursor  # noqa: E402
 from nettop.record.store import KEY_EVERY, Writer  # noqa: E402
+from sampler_cost import floor_cpu  # noqa: E402  (the same floor: open + read of exactly these files)
 from stepped_clock import SteppedClock  # noqa: E402  (tests/stepped_clock.py)
 
 SIZES = {
@@ -129,21 +130,6 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def _floor(paths: list[str]) -> float:
-    t = time.thread_time()
-    for p in paths:
-        try:
-            fd = os.open(p, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            while os.read(fd, 1 << 20):
-                pass
-        finally:
-            os.close(fd)
-    return time.thread_time() - t
-
-
 def run(size: int, samples: int, keep: str | None) -> dict[str, float]:
     from treegen import generate_tree  # tests/treegen.py
 
@@ -190,7 +176,7 @@ def run(size: int, samples: int, keep: str | None) -> dict[str, float]:
             reads.append(t1 - t0)
             feeds.append(t2 - t1)
             writes.append(t3 - t2)
-            floors.append(_floor(floor_files))
+            floors.append(floor_cpu(floor_files, [], [], False))
             del point
     finally:
         writer.close()

@@ -41,6 +41,8 @@ class Irq:
 @dataclass(frozen=True, slots=True)
 class InterruptTable:
     cpus: tuple[int, ...]  # CPU ids from the header (online CPUs only)
+    # A HostReader snapshot holds the IRQs it counts (the NICs' and those followed); a
+    # collector's own table also names the uncounted ones (counts None) for the queue map.
     irqs: Mapping[int, Irq] = field(default_factory=dict)
     # Named rows (NMI, LOC, RES, ...): per-CPU counts aligned with `cpus`.
     other: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
