@@ -118,6 +118,8 @@ def _with_saved_ip_link(root: SysRoot, links: dict[str, LinkStats]) -> dict[str,
         link = out.get(name)
         if link is None:
             c = ip.counters
+            # _STAT_FILES are LinkStats' counter fields, each int | None as c.get gives;
+            # a dict splat loses that
             link = LinkStats(name=name, ifindex=0, **{f: c.get(f) for f in _STAT_FILES})  # type: ignore[arg-type]
         kind = link.kind or ip.kind
         out[name] = dataclasses.replace(

@@ -90,6 +90,8 @@ def parse_tc_qdiscs(text: str) -> list[TcQdisc]:
 
     def flush() -> None:
         if cur is not None:
+            # cur holds TcQdisc's own field names with values of their types (set below);
+            # a dict[str, object] cannot say so
             out.append(TcQdisc(**cur))  # type: ignore[arg-type]
 
     for line in text.splitlines():
@@ -160,7 +162,10 @@ def parse_ip_link(text: str) -> dict[str, IpLink]:
 
     def flush() -> None:
         if cur is not None:
-            out.setdefault(str(cur["name"]), IpLink(counters=dict(counters), **cur))  # type: ignore[arg-type]
+            # cur holds IpLink's own field names with values of their types (set below);
+            # a dict[str, object] cannot say so
+            link = IpLink(counters=dict(counters), **cur)  # type: ignore[arg-type]
+            out.setdefault(str(cur["name"]), link)
 
     for line in text.splitlines():
         m = _LINK_HEAD.match(line)
