@@ -21,7 +21,7 @@ from vm import realdrv
 
 pytestmark = pytest.mark.vm
 
-GUEST_TESTS = 15  # test_real_drivers.py 8, test_sos_guest.py 3, test_survive_guest.py 4
+GUEST_TESTS = 16  # test_real_drivers.py 9, test_sos_guest.py 3, test_survive_guest.py 4
 
 
 @pytest.mark.timeout(3600)
