@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nettop.collectors.host import HostReader
 from nettop.ebpf.sample import DropCounts, EbpfSample, NapiCounts, ProbeCost
@@ -73,6 +76,11 @@ def test_the_encoders_fast_paths_keep_types_exact(two_reads):
     assert back == odd and type(back.online_cpus[1]) is bool and type(back.online_cpus[0]) is int
     mixed = dataclasses.replace(b, online_cpus=(1, 2.5, None))  # not a run of counters
     assert _roundtrip(mixed).online_cpus == (1, 2.5, None)
+    long = tuple(range(20))  # a long tuple is checked in one pass (set of types), not value by value
+    for odd_one in (True, 2.5, None, "x"):
+        t = long[:13] + (odd_one,) + long[14:]
+        back = _roundtrip(dataclasses.replace(b, online_cpus=t))
+        assert back.online_cpus == t and type(back.online_cpus[13]) is type(odd_one)
     sk, ints, floats = codec.split(odd)
     assert '"online_cpus"' not in sk and [0, True, 0] == json.loads(sk)["f"][
         [f.name for f in dataclasses.fields(odd)].index("online_cpus")]
@@ -194,3 +202,61 @@ def test_irq_total_is_stored_as_its_difference_from_the_counts(two_reads):
     ints: list[int] = []  # the table's own ints (the live snapshot around it may hold a 12)
     codec._enc(snap.interrupts, ints, [])
     assert 12 not in ints and 99 not in ints and 0 in ints and 87 in ints
+
+
+SMALL = codec.SMALL - 1
+small_ints = st.lists(st.one_of(st.integers(-SMALL, SMALL),
+                                st.sampled_from([0, 1, -1, SMALL, -SMALL - 1, 2 ** 32])), min_size=0, max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-(2 ** 63), 2 ** 63 - 1),
+                          st.sampled_from([2 ** 61 - 1, 2 ** 61, -(2 ** 61), -(2 ** 61) - 1, 0, -1])), max_size=50))
+def test_small_says_whether_every_value_is_in_the_lanes_safe_range(values):
+    assert codec.small(codec.lanes(values), len(values)) == all(-(2 ** 61) <= x < 2 ** 61 for x in values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_pack_lanes_gives_pack_ints_bytes_for_every_prediction(data):
+    """The Writer packs small vectors with big-int lane arithmetic (codec.pack_lanes);
+    a reader only knows pack_ints' layout, so both must give the very same bytes."""
+    c = data.draw(small_ints)
+    n = len(c)
+    b = data.draw(st.lists(st.integers(-SMALL, SMALL), min_size=n, max_size=n))
+    a = data.draw(st.lists(st.integers(-SMALL, SMALL), min_size=n, max_size=n))
+    assert codec.pack_lanes(codec.lanes(c), n) == codec.pack_ints(c)
+    assert codec.pack_lanes(codec.lanes(c), n, codec.lanes(b)) == codec.pack_ints(c, b)
+    order = codec.Order.between(a, b, by_size=True)
+    fwd = order.fwd or (lambda xs: xs)
+    blob = codec.pack_lanes(codec.lanes(fwd(c)), n, codec.lanes(fwd(b)), codec.lanes(fwd(a)))
+    assert blob == codec.pack_ints(c, b, a, order)
+    assert codec.unpack_ints(blob, b, a, order) == c
+
+
+def test_the_writer_packs_lanes_and_lists_alike_across_big_values(two_reads, tmp_path, monkeypatch):
+    """A run of samples whose values leave the lanes' safe range (2**62: fits 64 bits but
+    not `SMALL`; 2**64: does not fit, a key) and come back: every sample reads back
+    exactly, and the blobs equal those of a Writer that never uses lanes."""
+    _, b = two_reads
+    xs = [5, 9, 2 ** 62, 15, 20, 26, 2 ** 64, 30, 31, 33, -2 ** 62, 40, 41, 42, 43, 44, 45]
+    snaps = [dataclasses.replace(b, online_cpus=(0, x, k, 3 * k * k), t_mono=b.t_mono + k)
+             for k, x in enumerate(xs)]
+
+    def write(path):
+        w = Writer(str(path), {"host": "h"})
+        for s in snaps:
+            w.add_sample(s)
+        w.close()
+        with sqlite3.connect(path) as db:
+            return db.execute("SELECT seq, pred, ints FROM sample ORDER BY seq").fetchall()
+
+    used = []
+    pack_lanes = codec.pack_lanes
+    monkeypatch.setattr(codec, "pack_lanes", lambda *a: used.append(len(a)) or pack_lanes(*a))
+    lanes = write(tmp_path / "lanes.nettop")
+    assert set(used) == {2, 3, 4} and len(used) < len(xs)  # keys, pred 1, pred 2; lists where big
+    assert list(Reader(str(tmp_path / "lanes.nettop")).snapshots()) == snaps
+    assert {pred for _, pred, _ in lanes} == {0, 1, 2}
+    monkeypatch.setattr(codec, "small", lambda v, n: False)  # every sample takes pack_ints
+    assert write(tmp_path / "lists.nettop") == lanes

@@ -16,7 +16,7 @@ import pytest
 
 from nettop.collectors.host import HostReader
 from nettop.record import codec
-from nettop.record.store import KEY_EVERY, Reader, Writer
+from nettop.record.store import KEY_EVERY, SCHEMA_VERSION, Reader, Writer
 
 DATA = Path(__file__).parent / "data" / "recording"
 EDGES = [0, 1, -1, 2 ** 63 - 1, -(2 ** 63), 2 ** 32, -(2 ** 40) + 7, 255, 256]
@@ -111,7 +111,7 @@ def tamper(path: str, sql: str) -> None:
 def test_any_access_order_gives_the_recorded_snapshots(reads, tmp_path):
     path = recorded(str(tmp_path / "r.nettop"), reads)
     r = Reader(path)
-    assert r.version == 3 and r.meta["schema_version"] == "3"
+    assert r.version == SCHEMA_VERSION == 4 and r.meta["schema_version"] == "4"
     assert list(r.snapshots()) == reads
     rnd = random.Random(3)
     for pos in [len(reads) - 1, 0, KEY_EVERY + 5, KEY_EVERY + 4, 3, KEY_EVERY * 2 + 1] + \
@@ -195,12 +195,13 @@ def _digest(snap) -> str:
     return hashlib.sha1(repr(snap).encode()).hexdigest()
 
 
-@pytest.mark.parametrize("version, writer", [(1, "3b2ce55"), (2, "b191cfe")])
+@pytest.mark.parametrize("version, writer", [(1, "3b2ce55"), (2, "b191cfe"), (3, "83cb218")])
 def test_a_recording_of_an_older_format_replays_exactly(version, writer):
     """formatN.nettop: 130 samples of a generated 4-CPU host written by nettop `writer`,
     its host renamed at sample 100 (a new configuration); beside it the digests of the
     snapshots it recorded. Format 1: keys every 60 samples, chains in moved-first order,
-    full byte planes. Format 2: trimmed planes, runs of counters still written as zeros."""
+    full byte planes. Format 2: trimmed planes, runs of counters still written as zeros.
+    Format 3 (made by tests/data/recording/generate.py): floats as plain doubles."""
     r = Reader(str(DATA / f"format{version}.nettop"))
     want = json.loads((DATA / f"format{version}.sha1.json").read_text())
     assert r.version == version and r.warnings == []
@@ -224,3 +225,28 @@ def test_format_3_writes_runs_of_counters_as_their_length(reads):
         damaged = json.loads(skeleton.replace('{"n":2}', bad, 1).replace('{"n":10}', bad, 1))
         with pytest.raises(codec.CodecError):
             codec.join(damaged, ints, floats)
+
+
+def test_format_4_packs_the_floats_and_a_format_3_reader_cannot_misread_them(reads):
+    """Format 4: a sample's floats (mostly settings' `read_at`, a few distinct values) are
+    zlib'd behind a tag byte when that is smaller. A format-3 reader takes the blob as
+    plain doubles: it must fail ("partial value") or get another count, which its
+    decoder refuses, never a vector of the right length with wrong numbers."""
+    rnd = random.Random(4)
+    vectors = [codec.split(s)[2][2:] for s in reads[:3]]
+    vectors += [[rnd.random() for _ in range(n)] for n in (0, 1, 7, 300)]  # not compressible
+    vectors += [[1e9 + 0.5] * 2000, [float("inf"), float("nan"), -0.0] * 10]
+    for floats in vectors:
+        blob = codec.pack_floats_tagged(floats)
+        back = codec.unpack_floats_tagged(blob)
+        assert len(back) == len(floats) and all(a == b or (a != a and b != b) for a, b in zip(back, floats))
+        assert len(blob) <= 8 * len(floats) + 1
+        try:
+            assert len(codec.unpack_floats(blob)) != len(floats)
+        except codec.CodecError:
+            pass
+    assert len(codec.pack_floats_tagged([1e9 + 0.5] * 2000)) < 100
+    good = codec.pack_floats_tagged([2.5] * 100)
+    for bad in (good[:-3], good + b"x", b"\x07" + good[1:], b"\x01not zlib", b"", b"\x00" + b"\x00" * 7):
+        with pytest.raises(codec.CodecError):
+            codec.unpack_floats_tagged(bad)

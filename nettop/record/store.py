@@ -32,7 +32,7 @@ from nettop.record import codec, wallclock
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PAGE_SIZE = 16384
 # A key sample (absolute counters) at least this often. A cold seek decodes the chain
 # from its key, ~0.2 ms a sample in lanes (codec.residual) on a 64-CPU host, so 120
@@ -100,8 +100,12 @@ class Writer:
         self._prev_ints: list[int] | None = None
         self._prev2_ints: list[int] | None = None  # the one before, when prev was no key
         self._prev_fits = True
+        self._prev_walk: int | None = None  # lanes of the last sample, a small key, in walk order
         self._key_seq = 0
         self._order: codec.Order | None = None  # of the current chain, from its first interval
+        # lanes of the last two samples in the chain's order while their values are SMALL
+        # (codec.pack_lanes): each sample is then one permutation and a few big-int steps
+        self._lanes: tuple[int, int] | None = None
         self._prev_config = -1
         self._seq = 0
         self._since_key = 0
@@ -127,7 +131,16 @@ class Writer:
         skeleton, ints, floats = codec.split(snap)
         sha = hashlib.sha1(skeleton.encode()).hexdigest()
         seq = self._seq + 1
-        fits = codec.fits(ints)
+        # the sample's lanes (codec.lanes), which are also the check that every value fits 64
+        # bits: in the chain's storage order while the chain is kept as lanes (the steady
+        # state: one conversion a sample), else in walk order
+        chained = self._lanes is not None and self._order is not None and len(ints) == self._order.n
+        try:
+            now: int | None = codec.lanes(self._order.fwd(ints) if chained and self._order and self._order.fwd
+                                          else ints)
+        except OverflowError:
+            now = None
+        fits = now is not None
         try:
             with self._tx():
                 cid = self._configs.get(sha)
@@ -144,13 +157,8 @@ class Writer:
                 if pred == 2 and self._order is None:
                     assert self._prev2_ints is not None and self._prev_ints is not None  # pred 2: both held
                     self._order = codec.Order.between(self._prev2_ints, self._prev_ints, by_size=True)
-                if key:
-                    iblob = codec.pack_ints(ints)
-                elif pred == 1:
-                    iblob = codec.pack_ints(ints, self._prev_ints)
-                else:
-                    iblob = codec.pack_ints(ints, self._prev_ints, self._prev2_ints, self._order)
-                fblob = codec.pack_floats(floats[2:])
+                iblob, walk, lanes = self._pack(ints, now, chained, pred)
+                fblob = codec.pack_floats_tagged(floats[2:])
                 base = None if key else self._seq
                 self._db.execute(
                     "INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -163,6 +171,7 @@ class Writer:
             raise RecordingError(describe_sqlite_error(self.path, exc)) from None
         self._configs[sha] = cid
         self._prev2_ints = None if key else self._prev_ints
+        self._lanes, self._prev_walk = lanes, walk
         if key:
             self._key_seq, self._order = seq, None
         self._prev_config, self._prev_ints, self._prev_fits, self._seq = cid, ints, fits, seq
@@ -170,6 +179,39 @@ class Writer:
         self.samples += 1
         self.bytes_written += len(iblob) + len(fblob) + 40
         return seq
+
+    def _pack(self, ints: list[int], now: int | None, chained: bool,
+              pred: int) -> tuple[bytes, int | None, tuple[int, int] | None]:
+        """(the sample's int blob; its lanes in walk order when a pred-1 successor may use
+        them; the chain's last two samples' lanes to keep). `now`: its lanes, in storage
+        order when `chained`, else in walk order (None: a value does not fit 64 bits).
+
+        Lanes (codec.pack_lanes) when this sample's values and those it is predicted from
+        are `codec.small`; the lists (codec.pack_ints) otherwise. Both give the same bytes
+        (tests/test_record_codec.py)."""
+        prev, prev2, order, n = self._prev_ints, self._prev2_ints, self._order, len(ints)
+        if now is not None and codec.LZMA_FILTERS is not None:
+            if pred == 0:
+                walk = codec.lanes(ints) if chained else now  # a key that ends a chain kept as lanes
+                if codec.small(walk, n):
+                    return codec.pack_lanes(walk, n), walk, None
+            elif pred == 1:
+                if self._prev_walk is not None and codec.small(now, n):
+                    return codec.pack_lanes(now, n, self._prev_walk), None, None
+            elif chained and self._lanes is not None:
+                if codec.small(now, n):
+                    p, q = self._lanes
+                    return codec.pack_lanes(now, n, p, q), None, (now, p)
+            elif order is not None and prev is not None and prev2 is not None:  # the chain's first pred 2
+                fwd = order.fwd or (lambda xs: xs)
+                v, p, q = codec.lanes(fwd(ints)), codec.lanes(fwd(prev)), codec.lanes(fwd(prev2))
+                if codec.small(v, n) and codec.small(p, n) and codec.small(q, n):
+                    return codec.pack_lanes(v, n, p, q), None, (v, p)
+        if pred == 0:
+            return codec.pack_ints(ints), None, None
+        if pred == 1:
+            return codec.pack_ints(ints, prev), None, None
+        return codec.pack_ints(ints, prev, prev2, order), None, None
 
     def add_event(self, event: Event) -> None:
         try:
@@ -465,7 +507,7 @@ class Reader:
         c.row = row
 
     def _floats(self, row: tuple[Any, ...]) -> list[float]:
-        floats = codec.unpack_floats(row[6])
+        floats = codec.unpack_floats_tagged(row[6]) if self.version >= 4 else codec.unpack_floats(row[6])
         if self.version >= 2:  # the row's columns are the snapshot's first two floats
             return [row[9], row[8], *floats]
         return floats

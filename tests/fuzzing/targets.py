@@ -463,6 +463,7 @@ def run_blob(text: str) -> Outcome:
     try:
         codec.unpack_ints(blob, base)
         codec.unpack_floats(blob)
+        codec.unpack_floats_tagged(blob)
     except codec.CodecError:
         return Outcome(1)
     return Outcome(0)
