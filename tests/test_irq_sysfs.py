@@ -100,6 +100,7 @@ def test_sysfs_and_proc_interrupts_give_the_same_snapshots(tmp_path, kw):
     assert sa.irq_source == "/sys/kernel/irq" and pa.irq_source == "/proc/interrupts"
     assert not sb.problems, sb.problems
     assert _same(sa) == _same(pa) and _same(sb) == _same(pb)
+    assert list(sb.interrupts.irqs) == list(pb.interrupts.irqs)  # one order: recordings and digests follow it
     assert compute_rates(sa, sb).irqs == compute_rates(pa, pb).irqs
     followed = [i for i, x in sb.interrupts.irqs.items() if x.counts is not None]
     assert len(followed) >= kw["queues"] * kw.get("nics", 1)

@@ -172,8 +172,9 @@ class HostReader:
         # the snapshot holds the IRQs it counts (the NICs' and those followed), not every
         # IRQ of the host: 16,384 names tick after tick cost the recorder, the timeline
         # and replay more than all the counts, and nothing shows them
-        table = InterruptTable(table.cpus, {i: x for i, x in table.irqs.items() if x.counts is not None},
-                               table.other)
+        counted = (self._irq_sysfs.counted if self.irq_source == irq_sysfs.SOURCE
+                   else {i: x for i, x in table.irqs.items() if x.counts is not None})
+        table = InterruptTable(table.cpus, counted, table.other)
 
         damaged: list[str] = []  # per-CPU files whose collector reported a skipped line
 

@@ -82,6 +82,9 @@ class SysfsIrqReader:
         self._fds: dict[str, int] = {}  # per_cpu_count path -> a descriptor held open (live only)
         self._hold = False  # whether this tick's root is the live kernel
         self.fallback_reason: str | None = None
+        # of the last table read: the followed IRQs alone, in the table's order (the table
+        # also names every other IRQ, for the queue map; a snapshot holds only these)
+        self.counted: dict[int, Irq] = {}
         self._ticks = 0
         self._base = ""
         self._nlink = -1
@@ -237,6 +240,7 @@ class SysfsIrqReader:
                 return got if isinstance(got, tuple) else (got,)
 
         irqs = dict(self._bare)
+        counted: dict[int, Irq] = {}
         last = self._last
         for irq, path in self._paths.items():
             try:
@@ -245,7 +249,7 @@ class SysfsIrqReader:
                 return None  # gone since discovery
             prev = last.get(irq)
             if prev is not None and prev[0] == text:
-                irqs[irq] = prev[3]
+                irqs[irq] = counted[irq] = prev[3]
                 continue
             if not text.endswith("\n"):
                 self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
@@ -271,9 +275,10 @@ class SysfsIrqReader:
             info = self._bare[irq]
             total = prev[3].total if prev is not None and delta is not None and pick is tuple else None
             total = sum(counts) if total is None or delta is None else total + delta
-            irqs[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, total)
+            irqs[irq] = counted[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, total)
             last[irq] = (text, body, vals, got, hint)
         self.fallback_reason = None
+        self.counted = counted
         return InterruptTable(tuple(online), irqs)
 
 
