@@ -64,7 +64,9 @@ class Advancer:
         self.stat = self._read("proc/stat")
         self.softnet = self._read("proc/net/softnet_stat")
         self.softirqs = self._read("proc/softirqs")
-        self.pcc = {p: open(p).read().rstrip("\n").split(",") for p in irq_paths}
+        from treegen import FiringIrqs  # tests/treegen.py
+
+        self.irqs = FiringIrqs(irq_paths)
         stats = []
         for nic in sorted(os.listdir(os.path.join(self.dest, "sys/class/net"))):
             d = os.path.join(self.dest, "sys/class/net", nic, "statistics")
@@ -111,12 +113,7 @@ class Advancer:
                 line = name + ":" + "".join(f" {x:10d}" for x in vals)
             sl.append(line)
         _write(os.path.join(self.dest, "proc/softirqs"), "\n".join(sl))
-        for p, parts in self.pcc.items():
-            parts = list(parts)
-            j = max(range(len(parts)), key=lambda i: int(parts[i]))
-            parts[j] = str((int(parts[j]) + 20_000 * k) % U32)
-            with open(p, "w") as f:
-                f.write(",".join(parts) + "\n")
+        self.irqs.step(k)
         for p, base in self.stats:
             with open(p, "w") as f:
                 f.write(f"{base + 1_000_000 * k}\n")

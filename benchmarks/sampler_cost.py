@@ -178,24 +178,16 @@ def _advancing_irq_cost(reader: HostReader, root: SysRoot, online: tuple[int, ..
     paths = list(reader._irq_sysfs._paths.values())
     if not paths or reader.irq_source != "/sys/kernel/irq":
         return None
-    first = {}
-    for p in paths:
-        with open(p) as f:
-            first[p] = f.read().rstrip("\n").split(",")
+    from treegen import FiringIrqs  # tests/treegen.py
+
+    firing = FiringIrqs(paths)
     costs = []
     for step in range(1, ticks + 1):
-        for p, parts in first.items():
-            parts = list(parts)
-            j = max(range(len(parts)), key=lambda i: int(parts[i]))
-            parts[j] = str((int(parts[j]) + 20000 * step) % (1 << 32))
-            with open(p, "w") as f:
-                f.write(",".join(parts) + "\n")
+        firing.step(step)
         t = time.thread_time()
         reader._read_irqs(root, online, False)
         costs.append(time.thread_time() - t)
-    for p, parts in first.items():  # the tree as it was
-        with open(p, "w") as f:
-            f.write(",".join(parts) + "\n")
+    firing.restore()  # the tree as it was
     return statistics.median(costs)
 
 

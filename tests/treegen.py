@@ -319,6 +319,34 @@ def _netdev(dest: Path, d: Path, name: str, ifindex: int, queues: int, cpus: int
             _w(bql / f, f"{v}\n")
 
 
+class FiringIrqs:
+    """Raises each given per_cpu_count's count on its IRQ's own CPU (its largest field: a
+    queue IRQ fires where its effective affinity points) by 20,000 a step, as a busy NIC's
+    queue IRQs fire; a generated tree does not move by itself. Used by the benchmarks
+    that measure the cost of counts that changed (sampler_cost, record_cost)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.first: dict[str, list[str]] = {}
+        for p in paths:
+            with open(p) as f:
+                self.first[p] = f.read().rstrip("\n").split(",")
+
+    def step(self, k: int) -> None:
+        """The counts k steps on from the first."""
+        for p, parts in self.first.items():
+            parts = list(parts)
+            j = max(range(len(parts)), key=lambda i: int(parts[i]))
+            parts[j] = str((int(parts[j]) + 20_000 * k) % (1 << 32))
+            with open(p, "w") as f:
+                f.write(",".join(parts) + "\n")
+
+    def restore(self) -> None:
+        """The files as they were."""
+        for p, parts in self.first.items():
+            with open(p, "w") as f:
+                f.write(",".join(parts) + "\n")
+
+
 def advance(dest: Path, every: float = 1.0, ticks: int | None = None, **kw: object) -> None:
     """Rewrite the tree's counters in place every `every` seconds, step 1, 2, 3...: a live
     host for `nettop --root DEST`, whose rates and heatmap (softirq share per CPU, `wave`)
