@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from nettop.actions.base import Change
+from nettop.actions.base import ActionError, Change
 from nettop.actions.irq import IrqAffinity
+from nettop.actions.link import TxQueueLen
 from nettop.actions.journal import Journal, replay
 from nettop.actions.qdisc import RootQdisc
 from nettop.actions.rps_xps import RpsCpus
@@ -117,13 +118,33 @@ def test_an_unconfirmed_trial_reverts_once_and_a_confirmed_one_never(veth_lab, t
     assert t.journal.read_state().trials[run2.group].status() == "confirmed"
 
 
+def test_a_trial_the_kernel_refuses_is_rolled_back_and_closed_without_a_guardian(veth_lab, tmp_path):
+    """The group's second write is refused (this kernel has no sch_fq_codel): the first is
+    put back, the journal closes the trial as "not applied" (its group number comes with
+    the error, Tuner.apply_group), and no guardian is left to revert anything."""
+    if os.path.exists("/sys/module/sch_fq_codel"):
+        pytest.skip("this kernel has sch_fq_codel: nothing refuses the second write")
+    t = _tuner(tmp_path)
+    ifn = veth_lab.host_if
+    plans = t.plan([Change(TxQueueLen(ifn), 321), Change(RootQdisc(ifn), {"kind": "fq_codel"})])
+    with pytest.raises(ActionError, match="no sch_fq_codel") as err:
+        apply_on_trial(t, plans, 30, ["test"], confirmed=True)
+    group = err.value.group
+    assert group is not None
+    assert Path(f"/sys/class/net/{ifn}/tx_queue_len").read_text().strip() == "1000"
+    st = t.journal.read_state()
+    trial = st.trials[group]
+    assert not trial.pending and trial.outcome == "reverted" and trial.reason.startswith("not applied: ")
+    assert trial.guardian is None and st.undo == [] and t.pending_trials() == []
+
+
 def test_the_guardian_reverts_when_nettop_is_killed(veth_lab, tmp_path):
     """kill -9 during the countdown: the guardian, in a session of its own, reverts the
     change by the deadline (+2 s) and then exits."""
     journal = tmp_path / "journal.jsonl"
     script = textwrap.dedent(f"""
         import sys, time
-        from nettop.actions.base import Change
+        from nettop.actions.base import ActionError, Change
         from nettop.actions.journal import Journal
         from nettop.actions.qdisc import RootQdisc
         from nettop.actions.trial import apply_on_trial

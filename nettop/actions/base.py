@@ -37,6 +37,9 @@ class ActionError(Exception):
     def __init__(self, message: str, err: int | None = None) -> None:
         super().__init__(message)
         self.errno = err
+        # the journal group a failed Tuner.apply() had begun (and rolled back), so a trial
+        # can be closed; None when it failed before writing anything
+        self.group: int | None = None
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -192,14 +192,11 @@ def apply_on_trial(tuner: Tuner, plans: Sequence[Plan], seconds: float, why: Seq
     text = "; ".join(why) or "on trial (--confirm)"
     with hangups_deferred():  # a hang-up now is handled once the trial is whole
         try:
-            results = tuner.apply(plans, confirmed=confirmed, trial=(seconds, text))
+            group, results = tuner.apply_group(plans, confirmed=confirmed, trial=(seconds, text))
         except ActionError as exc:
-            group = tuner.last_group()
-            if group is not None:  # nothing stayed applied (rolled back): the trial is over
-                tuner.revert_trial(group, f"not applied: {exc}")
+            if exc.group is not None:  # nothing stayed applied (rolled back): the trial is over
+                tuner.revert_trial(exc.group, f"not applied: {exc}")
             raise
-        group = tuner.last_group()
-        assert group is not None  # apply() sets it before it writes anything
         guardian = spawn_guardian(tuner.journal.path, group)
         timer = systemd_timer_argv(tuner.journal.path, group, seconds)
         if timer is not None:

@@ -67,7 +67,6 @@ class Tuner:
         self.irqbalance = IrqbalanceCheck(root)
         self._lock = threading.Lock()
         self.skipped: list[str] = []  # what the last revert/restore found gone
-        self._local = threading.local()  # the group this thread's last apply() wrote
 
     # -- planning ---------------------------------------------------------------------
     def plan(self, changes: Sequence[Change]) -> list[Plan]:
@@ -89,15 +88,19 @@ class Tuner:
             raise ActionError(self.read_only, errno.EPERM)
 
     # -- applying ---------------------------------------------------------------------
-    def apply(self, plans: Sequence[Plan], confirmed: bool = False,
-              trial: tuple[float, str] | None = None) -> list[Result]:
-        """Write a validated group; raises NeedsConfirm, or ActionError after rolling back.
+    def apply(self, plans: Sequence[Plan], confirmed: bool = False) -> list[Result]:
+        """Write a validated group; raises NeedsConfirm, or ActionError after rolling back."""
+        return self.apply_group(plans, confirmed)[1]
+
+    def apply_group(self, plans: Sequence[Plan], confirmed: bool = False,
+                    trial: tuple[float, str] | None = None) -> tuple[int, list[Result]]:
+        """`apply`, also giving the journal group it wrote. An ActionError raised after
+        the group was begun carries it (`.group`), so the caller can close a trial.
 
         `trial` (seconds, why) marks the group in the journal as applied on trial before
         anything is written, so whatever happens to this process afterwards, the journal
         says the group must be reverted at the deadline unless confirmed
         (nettop.actions.trial)."""
-        self._local.group = None
         self.check_writable()
         reasons = [f"{p.setting.key}: {p.confirm}" for p in plans if p.confirm]
         if reasons and not confirmed:
@@ -113,17 +116,17 @@ class Tuner:
                 items.append((p.setting, before, p.value, text))
             group = st.next_group
             st.next_group += 1
-            self._local.group = group
-            if trial is not None:
-                self.journal.trial(st, group, trial[0], trial[1])
-            results = self._write_group(st, group, "set", None, items)
+            try:
+                if trial is not None:
+                    self.journal.trial(st, group, trial[0], trial[1])
+                results = self._write_group(st, group, "set", None, items)
+            except ActionError as exc:
+                exc.group = group
+                raise
             self.journal.finish_group(st, group, "set", None)
-        return results
+        return group, results
 
     # -- trials -----------------------------------------------------------------------
-    def last_group(self) -> int | None:
-        """The group number of this thread's last apply() (set even when it failed)."""
-        return getattr(self._local, "group", None)
 
     def confirm_trial(self, group: int) -> bool:
         """Keep a group applied on trial; False when it was already reverted (too late)."""
