@@ -23,7 +23,7 @@ from nettop.actions.qdisc import RootQdisc
 from nettop.actions.sysctl import Sysctl
 from nettop.actions.confirm_tty import cli_guard, keep_or_revert
 from nettop.actions.journal import problem_line
-from nettop.actions.trial import GUARDIAN_GRACE_S, revert_overdue
+from nettop.actions.trial import GUARDIAN_GRACE_S, install_exit_revert, revert_overdue
 from nettop.actions.tuner import KernelRefused, Tuner, describe_entry
 from nettop.actions.irq import IRQ_MAX
 from nettop.actions.typed import bare, clip, looks_numeric, whole
@@ -313,7 +313,10 @@ def _run_set(args: argparse.Namespace, t: Tuner, as_json: bool) -> int:
     """The parsed line through the one workflow (`nettop.actions.workflow`), then printed."""
     from nettop.actions.workflow import run_changes
 
-    guard = None if args.dry_run else cli_guard(getattr(args, "confirm", None))
+    guard = None
+    if not args.dry_run:
+        install_exit_revert()  # a hang-up while a trial is made or counts down reverts it
+        guard = cli_guard(getattr(args, "confirm", None))
     out = run_changes(t, build_changes(args), confirmed=args.yes, ban=args.ban, dry_run=args.dry_run, guard=guard)
     if out.error is not None:
         raise (KernelRefused if out.refused else ActionError)(out.error)

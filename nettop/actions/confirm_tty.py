@@ -17,7 +17,7 @@ import time
 import tty
 from typing import IO
 
-from nettop.actions.trial import DEFAULT_SECONDS, Guard, TrialRun, install_exit_revert, session_now
+from nettop.actions.trial import DEFAULT_SECONDS, Guard, TrialRun, session_now
 
 
 def _open_terminal() -> tuple[int | None, bool]:
@@ -88,10 +88,11 @@ def countdown(run: TrialRun, what: str, out: IO[str] | None = None) -> bool:
 def cli_guard(requested: float | None) -> Guard:
     """The protection of a command run once from a shell (`nettop set`, `nettop apply`):
     `--confirm N` as given; else a change on the SSH session's path is a trial of
-    DEFAULT_SECONDS when a person is at the terminal, and none for a script."""
+    DEFAULT_SECONDS when a person is at the terminal, and none for a script. The command
+    also calls `trial.install_exit_revert` (a hang-up while a trial is made or counts
+    down reverts it): a process-wide handler is the command's to set, not this query's."""
     path, res = session_now()
     interactive = sys.stdin is not None and sys.stdin.isatty()
-    install_exit_revert()  # a hang-up while a trial is made or counts down reverts it
     return Guard(path, res, requested, DEFAULT_SECONDS if interactive else None)
 
 

@@ -127,8 +127,10 @@ def apply(path: str, tuner: Any, dry_run: bool, yes: bool, confirm: float | None
     from nettop.actions.workflow import run_plans
 
     from nettop.actions.confirm_tty import cli_guard, keep_or_revert
+    from nettop.actions.trial import install_exit_revert
 
     # the one workflow, as `nettop set` takes it: a change on the SSH session's path on trial
+    install_exit_revert()  # a hang-up while a trial is made or counts down reverts it
     out = run_plans(tuner, r.plans, confirmed=yes, guard=cli_guard(confirm))
     if out.trial is not None and out.error is None and not keep_or_revert(out.trial):
         return 3, lines + [f"not kept: {out.trial.message}"]
