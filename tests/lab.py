@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from nettop.actions.guardian import alive
+
 PREFIX = "ntl"
 _counter = itertools.count(1)
 
@@ -71,7 +73,7 @@ def sweep_leftovers() -> None:
         names = []
     for ns in names:
         m = re.fullmatch(rf"{PREFIX}-(\d+)-\d+", ns)
-        if m and not _alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             run(["ip", "netns", "pids", ns], check=False)
             _kill_ns_pids(ns)
             run(["ip", "netns", "del", ns], check=False)
@@ -82,18 +84,8 @@ def sweep_leftovers() -> None:
         ifnames = []
     for name in ifnames:
         m = re.fullmatch(rf"{PREFIX}(\d+)x\d+h", name)
-        if m and not _alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             run(["ip", "link", "del", name], check=False)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _kill_ns_pids(ns: str) -> None:

@@ -27,7 +27,8 @@ POLL_S = 0.5
 GRACE_S = 1.0  # the process that made the change reverts first when it is alive
 
 
-def _alive(pid: int | None) -> bool:
+def alive(pid: int | None) -> bool:
+    """Whether a process `pid` exists (signal 0; one we may not signal exists too)."""
     if pid is None:
         return False
     try:
@@ -70,11 +71,11 @@ def watch(journal: Journal, group: int, parent: int | None, now: bool = False) -
         if not trial.pending:
             return trial.outcome or "ended"
         left = trial.deadline_mono - time.monotonic()
-        if not now and _alive(parent):
+        if not now and alive(parent):
             left += GRACE_S
         if now or left <= 0:
             why = "not confirmed in time; nettop was gone, so its guardian reverted it" \
-                if not _alive(parent) else "not confirmed in time (guardian)"
+                if not alive(parent) else "not confirmed in time (guardian)"
             try:
                 done = tuner.revert_trial(group, why)
             except ActionError as exc:
