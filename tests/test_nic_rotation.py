@@ -15,6 +15,7 @@ from lab import can_build_lab, run, veth_lab
 from nettop.collectors.host import HostReader
 from nettop.collectors.nic_rotation import NicSettingsRotation
 from nettop.kernel.ethtool import Ethtool
+from nettop.kernel.ethtool_nl import EthtoolNetlink
 from nettop.kernel.sysroot import LIVE
 from nettop.model.problems import Problem
 from nettop.model.rates import compute_rates
@@ -103,13 +104,14 @@ def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(mon
     if reason:
         pytest.skip(reason)
     calls: list[str] = []
-    for what in ("coalesce", "rings", "channels"):
-        real = getattr(Ethtool, what)
+    for cls, what in ((Ethtool, "coalesce"), (Ethtool, "rings"), (Ethtool, "channels"),
+                      (EthtoolNetlink, "get_features")):
+        real = getattr(cls, what)
 
         def counted(self, ifname, _real=real):  # type: ignore[no-untyped-def]
             calls.append(ifname)
             return _real(self, ifname)
-        monkeypatch.setattr(Ethtool, what, counted)
+        monkeypatch.setattr(cls, what, counted)
     with contextlib.ExitStack() as stack:
         labs = [stack.enter_context(veth_lab(queues=2)) for _ in range(N)]
         names = [lab.host_if for lab in labs]
@@ -118,7 +120,7 @@ def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(mon
             if reader._ethtool is None:
                 pytest.skip("no ethtool ioctl socket")
             reader.read()
-            assert len(calls) == 3 * N  # the first tick asks every interface
+            assert len(calls) == 4 * N  # the first tick asks every interface (3 ioctls, the offloads)
             per_tick, asked = [], set()
             for _ in range(10):
                 calls.clear()
@@ -127,6 +129,43 @@ def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(mon
                 asked.update(calls)
                 assert all(setting_age(snap.t_mono, snap.devices[n].read_at) <= 10.0 for n in names)
                 assert all(snap.devices[n].channels is not None for n in names)
-            # the on-screen interface (3 requests) and 7 in rotation over 10 ticks: one a tick
-            assert max(per_tick) <= 3 * (1 + 1) and min(per_tick) >= 3, per_tick
+                assert all(snap.tuning.nics[n].features for n in names)  # kept between asks
+            # the on-screen interface (4 requests) and 7 in rotation over 10 ticks: one a tick
+            assert max(per_tick) <= 4 * (1 + 1) and min(per_tick) >= 4, per_tick
             assert asked == set(names)  # each re-asked within the period
+
+
+def _gro(reader: HostReader, ifname: str) -> tuple[bool | None, float, float]:
+    snap = reader.read()
+    feats = snap.tuning.nics[ifname].features or {}
+    return feats.get("gro"), setting_age(snap.t_mono, snap.devices[ifname].read_at), snap.t_mono
+
+
+def test_offloads_changed_by_ethtool_K_show_next_tick_on_screen_and_within_the_period_off_it(veth_lab):
+    """The offloads ride with the NIC settings (one RTNL request each): asked every tick on
+    screen, in rotation off it, at once after nettop's own change; their age is the
+    NIC settings' `read_at`."""
+    ifname = veth_lab.host_if
+    period = 2.0
+    run(["ethtool", "-K", ifname, "gro", "on"])
+    with HostReader(LIVE, [ifname], settings_period_s=period) as on, \
+            HostReader(LIVE, [ifname], on_screen=(), settings_period_s=period) as off:
+        if on._ethtool is None or on._tuning._nl is None:
+            pytest.skip("no ethtool ioctl or netlink socket")
+        assert _gro(on, ifname)[0] is True and _gro(off, ifname)[0] is True
+        run(["ethtool", "-K", ifname, "gro", "off"])
+        t_change = time.monotonic()
+        assert _gro(on, ifname)[:2] == (False, 0.0)
+        seen = None
+        while time.monotonic() - t_change < period + 1.0:
+            gro, age, t = _gro(off, ifname)
+            if gro is False:
+                seen = time.monotonic() - t_change
+                assert t - age > t_change
+                break
+            assert t - age <= t_change  # an old value is never claimed to be newer
+            time.sleep(0.1)
+        assert seen is not None and seen <= period + 0.5, seen
+        run(["ethtool", "-K", ifname, "gro", "on"])
+        off.settings_changed(ifnames=[ifname])  # nettop's own change: the next tick, off screen
+        assert _gro(off, ifname)[:2] == (True, 0.0)

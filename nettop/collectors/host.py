@@ -208,7 +208,8 @@ class HostReader:
         if self._ethtool is not None:
             ethtool = self._ethtool
             eth = self._nic_settings.read(t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__,
-                                          lambda n: nic_settings.read_nic_settings(ethtool, n))
+                                          lambda n: nic_settings.read_nic_settings(ethtool, n),
+                                          self._tuning.features if root.live else None)
         devices = {n: self._device_config(link_map[n], settings.queues[n], settings.bql[n], eth.get(n), problems)
                    for n in nics}
         if root.live:
@@ -218,7 +219,8 @@ class HostReader:
         aff = dict(settings.affinity)
         hc = take(host_config.read_host_config(root, self._irqbalance))
         uptime = take(read_uptime(root))
-        tuning = take(self._tuning.read(names))
+        # offloads with the NIC settings (in rotation off screen) where those are asked
+        tuning = take(self._tuning.read(names, {n: r.features for n, r in eth.items()} if root.live else None))
 
         return Snapshot(
             t_mono=t_mono,

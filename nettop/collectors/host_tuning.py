@@ -142,7 +142,10 @@ class TuningReader:
                 pass
             self._nl = None
 
-    def read(self, ifnames: Iterable[str]) -> tuple[HostTuning, list[Problem]]:
+    def read(self, ifnames: Iterable[str],
+             features: Mapping[str, Mapping[str, bool] | None] | None = None) -> tuple[HostTuning, list[Problem]]:
+        """`features`: offloads already known (the NIC settings rotation asks them, with
+        coalescing, rings and channels: nic_rotation.py); the others are asked now."""
         problems: list[Problem] = []
         names = [n for n in ifnames if n != "lo"]
         now = self._clock()
@@ -152,8 +155,8 @@ class TuningReader:
             self._idle = read_idle_states(self.root)
             self._nodes = read_cpu_nodes(self.root)
             self._local = {n: read_local_cpus(self.root, n) for n in names}
-        # offloads every tick (one netlink request per NIC): a fix must show at once
-        self._features = {n: self._read_features(n) for n in names}
+        known = features or {}
+        self._features = {n: known[n] if n in known else self.features(n) for n in names}
         nics = {n: NicTuning(ifname=n, features=self._features.get(n),
                              rx_missed=read_missed(self.root, n, problems),
                              local_cpus=self._local.get(n)) for n in names}
@@ -166,7 +169,9 @@ class TuningReader:
             nics=nics,
         ), problems
 
-    def _read_features(self, ifname: str) -> Mapping[str, bool] | None:
+    def features(self, ifname: str) -> Mapping[str, bool] | None:
+        """The offloads the doctor judges (`FEATURES_SHOWN`): one ethtool netlink request,
+        which takes RTNL, on the live kernel."""
         if not self.root.live:  # a captured host's saved `ethtool -k IF`
             from nettop.kernel import sos
             return sos.features(self.root.path, ifname)[0]

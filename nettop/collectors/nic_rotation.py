@@ -1,6 +1,7 @@
-"""Coalescing, rings and channels read rarely, and honestly: every tick on screen, in rotation off it.
+"""Coalescing, rings, channels and offloads read rarely, and honestly: every tick on screen, in rotation off it.
 
-Each of those three ethtool questions takes the kernel's RTNL lock; asked of every
+Each of those ethtool questions (three ioctls and the offloads' netlink request) takes
+the kernel's RTNL lock; asked of every
 interface every tick, a host with 200 veths saw ~600 requests a tick per nettop, and the
 host's own `ip link` churn ran at half speed while nettop ran. They change when someone
 tunes the NIC, so they follow the same policy as the queue settings
@@ -31,16 +32,19 @@ Settings = dict[str, int] | None
 
 @dataclass(frozen=True, slots=True)
 class NicRead:
-    """One interface's last answer: coalescing, rings, channels, their problems, and when."""
+    """One interface's last answer: coalescing, rings, channels, their problems, and when;
+    and its offloads, when the reader was given a way to ask them."""
 
     coalesce: Settings
     rings: Settings
     channels: Settings
     problems: tuple[Problem, ...]
     read_at: float
+    features: Mapping[str, bool] | None = None
 
 
 ReadOne = Callable[[str], tuple[Settings, Settings, Settings, list[Problem]]]
+ReadFeatures = Callable[[str], Mapping[str, bool] | None]
 
 
 class NicSettingsRotation:
@@ -59,8 +63,9 @@ class NicSettingsRotation:
             self._noticed.update(ifnames)
 
     def read(self, t: float, links: Mapping[str, int], on_screen: Callable[[str], bool],
-             read_one: ReadOne) -> dict[str, NicRead]:
-        """The settings of `links` (name -> ifindex) at tick time `t`, asked or kept."""
+             read_one: ReadOne, read_features: ReadFeatures | None = None) -> dict[str, NicRead]:
+        """The settings of `links` (name -> ifindex) at tick time `t`, asked or kept; the
+        offloads too (`read_features`) when given."""
         with self._lock:
             dirty, self._noticed = self._noticed, set()
         dt = (t - self._last_t) if self._last_t is not None and t > self._last_t else self.period_s
@@ -83,9 +88,10 @@ class NicSettingsRotation:
         self._credit = max(credit, 0.0)
         for name in sorted(now):
             co, rings, ch, probs = read_one(name)
+            feats = read_features(name) if read_features is not None else None
             key = (name, links[name])
             last.pop(key, None)
-            last[key] = NicRead(co, rings, ch, tuple(probs), t)
+            last[key] = NicRead(co, rings, ch, tuple(probs), t, feats)
         self.asked = len(now)
         return {n: last[(n, i)] for n, i in links.items()}
 
