@@ -125,3 +125,43 @@ async def test_replay_shows_the_findings_as_they_were_without_a_watch():
             src.push(FakeHost(conntrack=(90, 100)).snapshot(float(k)))
             await pilot.pause()
         assert [r[1] for r in cells(app)] == ["conntrack:host"]
+
+
+async def test_a_replayed_recording_judges_its_findings_on_the_playback_thread(tmp_path, monkeypatch):
+    """ReplaySource judges each point where it makes it (issue 29: nothing per point on the
+    UI thread); the panel only shows what it was given."""
+    import threading
+
+    import nettop.doctor
+    import nettop.tui.doctor_panel
+    from nettop.record.replay import ReplaySource
+    from nettop.record.store import Writer
+
+    path = str(tmp_path / "conntrack.nettop")
+    w = Writer(path, {"host": "host", "interval_s": 1.0})
+    for k in range(40):
+        w.add_sample(FakeHost(conntrack=(90, 100)).snapshot(float(k)))
+    w.close()
+    threads: list[str] = []
+    real = nettop.doctor.evaluate
+
+    def judged(*a, **kw):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return real(*a, **kw)
+
+    def not_here(*a, **kw):  # type: ignore[no-untyped-def]
+        raise AssertionError("the panel judged a point itself")
+
+    monkeypatch.setattr(nettop.doctor, "evaluate", judged)
+    monkeypatch.setattr(nettop.tui.doctor_panel, "evaluate", not_here)
+    src = ReplaySource(path, speed=60)
+    app = NettopApp(src)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if src.position >= 5 and any(r[1] == "conntrack:host" for r in cells(app)):
+                break
+        assert [r[1] for r in cells(app)] == ["conntrack:host"]
+        assert src.findings() and src.findings()[0].id == "conntrack:host"
+    played = threads[1:]  # the first point is published by start(), on the caller's thread
+    assert played and set(played) == {"nettop-replay"}, threads

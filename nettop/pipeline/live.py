@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 from nettop.collectors.cpus import read_cpu_nodes
 from nettop.collectors.session_path import SessionPath
-from nettop.doctor import DoctorConfig
+from nettop.doctor import DoctorConfig, Finding
 from nettop.doctor.watch import Watch
 from nettop.ebpf.switch import ProbeSwitch
 from nettop.kernel.sysroot import LIVE, SysRoot
@@ -285,6 +285,9 @@ class LivePipeline:
         if self.prober is not None and self._owns_prober:
             self.prober.stop()
             self._owns_prober = False
+
+    def findings(self) -> list[Finding] | None:
+        return self.doctor.shown() if self.doctor is not None else None
 
     def own_cpu_percent(self) -> float | None:
         """CPU % of the whole process (sampler thread + UI) since the previous call."""

@@ -21,7 +21,7 @@ from nettop.model.timeline import Event, Point, Timeline
 
 if TYPE_CHECKING:
     from nettop.collectors.session_path import SessionPath
-    from nettop.doctor import DoctorConfig
+    from nettop.doctor import DoctorConfig, Finding
     from nettop.doctor.watch import Watch
     from nettop.ebpf.switch import ProbeSwitch
     from nettop.pipeline.tap import RecordingTap
@@ -67,7 +67,7 @@ class Source(Protocol):
     @property
     def probe_switch(self) -> ProbeSwitch | None: ...  # the eBPF key; None: no probes to turn on
     @property
-    def doctor(self) -> Watch | None: ...  # live findings; None: the app evaluates per point
+    def doctor(self) -> Watch | None: ...  # live findings and verdicts; None: no live doctor
     @property
     def doctor_config(self) -> DoctorConfig: ...  # what findings are judged against
     @property
@@ -94,6 +94,9 @@ class Source(Protocol):
     def take(self) -> Point | None: ...
     def stop(self) -> None: ...
     def own_cpu_percent(self) -> float | None: ...
+    # the doctor's findings at the newest point, judged on the thread that made the point
+    # (the sampler's, a replay's playback thread); None: nothing judged them, the app does
+    def findings(self) -> list[Finding] | None: ...
 
 
 class Mailbox:

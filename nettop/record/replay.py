@@ -18,18 +18,21 @@ from nettop.record.series import open_recording
 from nettop.model.timeline import Event, Point, Timeline
 
 if TYPE_CHECKING:
+    from nettop.doctor import Finding
     from nettop.pipeline import Source
 
 MIN_SPEED, MAX_SPEED = 1.0, 60.0
 REGENERATED = ("appeared", "vanished")  # the Timeline makes these again on append
 HISTORY = 180  # samples replayed into the Timeline before a seek target
+DOCTOR_POINTS = 12  # the newest points a replayed finding is judged over (the live Watch's window)
 
 
 class ReplaySource:
     """Plays `path`; `mode` is "replay" and tuning is off (`is_root` False).
 
     No recording tap, eBPF switch, live doctor or prober: the recorded figures are shown
-    as they were, and findings are evaluated per point against `doctor_config`."""
+    as they were, and findings are evaluated per point against `doctor_config`, on the
+    thread that makes the point (playback's own, or a seek's worker), not the UI's."""
 
     tap = None
     probe_switch = None
@@ -55,6 +58,7 @@ class ReplaySource:
         self._paused = False
         self._latest: Point | None = None
         self._pending: Point | None = None
+        self._findings: list[Finding] = []  # judged at _latest
         self._lock = threading.RLock()
         self._wake_fn: Callable[[], None] | None = None
         self._kick = threading.Event()
@@ -126,6 +130,10 @@ class ReplaySource:
 
     def own_cpu_percent(self) -> float | None:
         return None
+
+    def findings(self) -> list[Finding]:
+        with self._lock:
+            return self._findings
 
     def route_ifindexes(self) -> tuple[int, ...]:
         return ()  # the recording does not hold the routes: the summary's own order applies
@@ -227,7 +235,11 @@ class ReplaySource:
         return found
 
     def _publish(self, point: Point) -> None:
+        from nettop.doctor import evaluate
+
         with self._lock:
+            points = self.timeline.points()[-DOCTOR_POINTS:]
+            self._findings = evaluate(points, self.doctor_config) if points else []
             self._latest = point
             wake = self._pending is None
             self._pending = point

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from nettop.collectors.session_path import SessionPath
-from nettop.doctor import DoctorConfig
+from nettop.doctor import DoctorConfig, Finding
 from nettop.ebpf.sample import DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost
 from nettop.ebpf.sample import SoftirqCounts as EbpfSoftirq
 from nettop.ping.stats import summarize
@@ -112,6 +112,9 @@ class ScriptedSource:
 
     def own_cpu_percent(self) -> float | None:
         return self.own_cpu
+
+    def findings(self) -> list[Finding] | None:
+        return self.doctor.shown() if self.doctor is not None else None  # else the app judges
 
 
 if TYPE_CHECKING:
