@@ -340,17 +340,26 @@ class Order:
     Built once per chain; applying it is C-speed.
     """
 
-    __slots__ = ("fwd", "inv", "n")
+    __slots__ = ("fwd", "_inv", "_order", "n")
 
     def __init__(self, n: int, moved: list[int]) -> None:
         self.n = n
         seen = set(moved)
         order = moved + [i for i in range(n) if i not in seen]
-        inverse = [0] * n
-        for pos, i in enumerate(order):
-            inverse[i] = pos
         self.fwd = operator.itemgetter(*order) if n > 1 else None
-        self.inv = operator.itemgetter(*inverse) if n > 1 else None
+        self._order: list[int] | None = order if n > 1 else None
+        self._inv: Callable[[Any], tuple] | None = None
+
+    @property
+    def inv(self) -> Callable[[Any], tuple] | None:
+        """The inverse permutation, built when first asked: a reader needs it, the Writer
+        never does (at 1,024 CPUs it is ~20 MB of Python ints the recorder need not hold)."""
+        if self._inv is None and self._order is not None:
+            inverse = [0] * self.n
+            for pos, i in enumerate(self._order):
+                inverse[i] = pos
+            self._inv, self._order = operator.itemgetter(*inverse), None
+        return self._inv
 
     @classmethod
     def between(cls, a: list[int], b: list[int], by_size: bool = False) -> Order:

@@ -417,7 +417,7 @@ class Reader:
             for seq, tw, tm in self._db.execute("SELECT seq, t_wall, t_mono FROM sample ORDER BY seq"):
                 self.index.append(SampleInfo(seq, tw, tm))
         except sqlite3.Error as exc:
-            self.warnings.append(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
+            self._warn(f"{path} is damaged after sample {len(self.index)}: {exc}; showing what is intact")
         self.version = min(version, SCHEMA_VERSION)  # a newer file is read as the newest known
         self._skeletons: dict[int, tuple[codec.Decoder, str]] = {}
         self._chain: _Chain | None = None  # the chain decoded last, positioned at its last sample
@@ -429,6 +429,9 @@ class Reader:
         return len(self.index)
 
     def _warn(self, text: str) -> None:
+        # one line whatever the cause carried: sqlite's and zlib's messages, and a damaged
+        # file's own bytes quoted in them, are not ours to trust
+        text = " ".join(text.split())
         if text not in self.warnings:
             self.warnings.append(text)
 
