@@ -61,6 +61,19 @@ def _channels(reader: HostReader, ifname: str) -> tuple[int | None, float, float
     return (dev.channels or {}).get("rx"), setting_age(snap.t_mono, dev.read_at), snap.t_mono
 
 
+def _seen_off_screen(read, want, t_change: float, period: float) -> float | None:
+    """Seconds after `t_change` until the off-screen reader's value is `want`, its age
+    then saying it was read after the change; an older value is never claimed newer."""
+    while time.monotonic() - t_change < period + 1.0:
+        value, age, t = read()
+        if value == want:
+            assert t - age > t_change
+            return time.monotonic() - t_change
+        assert t - age <= t_change  # an old value is never claimed to be newer
+        time.sleep(0.1)
+    return None
+
+
 def test_ethtool_L_by_another_tool_shows_next_tick_on_screen_and_within_the_period_off_it(veth_lab):
     ifname = veth_lab.host_if
     period = 2.0
@@ -80,15 +93,7 @@ def test_ethtool_L_by_another_tool_shows_next_tick_on_screen_and_within_the_peri
         run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])
         t_change = time.monotonic()
         assert _channels(on, ifname)[:2] == (2, 0.0)
-        seen = None
-        while time.monotonic() - t_change < period + 1.0:
-            rx, age, t = _channels(off, ifname)
-            if rx == 2:
-                seen = time.monotonic() - t_change
-                assert t - age > t_change
-                break
-            assert t - age <= t_change  # an old value is never claimed to be newer
-            time.sleep(0.1)
+        seen = _seen_off_screen(lambda: _channels(off, ifname), 2, t_change, period)
         assert seen is not None and seen <= period + 0.5, seen
         # nettop's own change (the journal names the interface): the next tick, off screen
         run(["ethtool", "-L", ifname, "rx", "3", "tx", "3"])
@@ -156,15 +161,7 @@ def test_offloads_changed_by_ethtool_K_show_next_tick_on_screen_and_within_the_p
         run(["ethtool", "-K", ifname, "gro", "off"])
         t_change = time.monotonic()
         assert _gro(on, ifname)[:2] == (False, 0.0)
-        seen = None
-        while time.monotonic() - t_change < period + 1.0:
-            gro, age, t = _gro(off, ifname)
-            if gro is False:
-                seen = time.monotonic() - t_change
-                assert t - age > t_change
-                break
-            assert t - age <= t_change  # an old value is never claimed to be newer
-            time.sleep(0.1)
+        seen = _seen_off_screen(lambda: _gro(off, ifname), False, t_change, period)
         assert seen is not None and seen <= period + 0.5, seen
         run(["ethtool", "-K", ifname, "gro", "on"])
         off.settings_changed(ifnames=[ifname])  # nettop's own change: the next tick, off screen
