@@ -5,7 +5,7 @@ same code live (the TUI's findings panel), in replay, in `nettop report` and in
 `nettop doctor`. Rules and their sources are documented in docs/doctor.md.
 """
 
-from nettop.doctor.engine import DoctorConfig, evaluate
+from nettop.doctor.engine import DoctorConfig, evaluate, evaluate_recent
 from nettop.doctor.finding import Finding, Severity
 
-__all__ = ["DoctorConfig", "Finding", "Severity", "evaluate"]
+__all__ = ["DoctorConfig", "Finding", "Severity", "evaluate", "evaluate_recent"]

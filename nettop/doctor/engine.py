@@ -18,7 +18,9 @@ from nettop.model.timeline import Event, Point
 
 RULES: tuple[Rule, ...] = (*cpu_irq.RULES, *softnet.RULES, *nic.RULES, *latency.RULES, *host.RULES)
 
-__all__ = ["DoctorConfig", "RULES", "evaluate", "evaluate_window", "worst"]
+__all__ = ["DoctorConfig", "RECENT", "RULES", "evaluate", "evaluate_recent", "evaluate_window", "worst"]
+
+RECENT = 12  # the newest points a source without a Watch (a replay) judges its findings over
 
 
 def evaluate(points: Sequence[Point], config: DoctorConfig = DoctorConfig(),
@@ -27,6 +29,12 @@ def evaluate(points: Sequence[Point], config: DoctorConfig = DoctorConfig(),
     if not points:
         return []
     return evaluate_window(Window(points, config.window_s, events), config)
+
+
+def evaluate_recent(points: Sequence[Point], config: DoctorConfig = DoctorConfig()) -> list[Finding]:
+    """`evaluate` over the RECENT newest points: what a source without a live Watch shows
+    for its newest point (ReplaySource, on its playback thread)."""
+    return evaluate(points[-RECENT:], config)
 
 
 def evaluate_window(window: Window, config: DoctorConfig = DoctorConfig()) -> list[Finding]:

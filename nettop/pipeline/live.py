@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 from nettop.collectors.cpus import read_cpu_nodes
 from nettop.collectors.session_path import SessionPath
-from nettop.doctor import DoctorConfig, Finding
+from nettop.doctor import DoctorConfig, Finding, evaluate_recent
 from nettop.doctor.watch import Watch
 from nettop.ebpf.switch import ProbeSwitch
 from nettop.kernel.sysroot import LIVE, SysRoot
@@ -286,8 +286,10 @@ class LivePipeline:
             self.prober.stop()
             self._owns_prober = False
 
-    def findings(self) -> list[Finding] | None:
-        return self.doctor.shown() if self.doctor is not None else None
+    def findings(self) -> list[Finding]:
+        if self.doctor is not None:
+            return self.doctor.shown()
+        return evaluate_recent(self.timeline.points(), self._doctor_config)  # built without a doctor
 
     def own_cpu_percent(self) -> float | None:
         """CPU % of the whole process (sampler thread + UI) since the previous call."""

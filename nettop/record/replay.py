@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 MIN_SPEED, MAX_SPEED = 1.0, 60.0
 REGENERATED = ("appeared", "vanished")  # the Timeline makes these again on append
 HISTORY = 180  # samples replayed into the Timeline before a seek target
-DOCTOR_POINTS = 12  # the newest points a replayed finding is judged over (the live Watch's window)
 
 
 class ReplaySource:
@@ -235,11 +234,10 @@ class ReplaySource:
         return found
 
     def _publish(self, point: Point) -> None:
-        from nettop.doctor import evaluate
+        from nettop.doctor import evaluate_recent
 
         with self._lock:
-            points = self.timeline.points()[-DOCTOR_POINTS:]
-            self._findings = evaluate(points, self.doctor_config) if points else []
+            self._findings = evaluate_recent(self.timeline.points(), self.doctor_config)
             self._latest = point
             wake = self._pending is None
             self._pending = point

@@ -1,9 +1,9 @@
 """The findings panel (key 7): the doctor's findings live, their fixes one Enter away.
 
 Live, the source's `Watch` evaluates the rules on the sampler thread at each tick (and
-puts appear/resolve events on the timeline); the panel only reads `watch.shown()`. In a
-replay there is no Watch: the panel evaluates the replay timeline's newest points, so it
-shows the findings as they were at that moment. Enter on a finding opens the tuning
+puts appear/resolve events on the timeline). In a replay there is no Watch: the replay
+judges its newest points on its playback thread, so the panel shows the findings as
+they were at that moment. Either way the panel only reads `source.findings()`. Enter on a finding opens the tuning
 prompt with its fix prefilled (a multi-line fix, one line per Enter); once the samples
 after the change have settled, the panel shows whether the finding resolved, with its
 figures before and after. `x` dismisses a finding for this session.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.binding import Binding, BindingType
 
-from nettop.doctor import DoctorConfig, Finding, evaluate
+from nettop.doctor import DoctorConfig, Finding
 from nettop.doctor.watch import Verdict, Watch
 from nettop.model.timeline import Point
 from nettop.tui.tables import Cell, LiveTable
@@ -115,13 +115,10 @@ class DoctorMixin(TuningMixin):
         return self.source.doctor_config
 
     def doctor_findings(self, point: Point | None = None) -> list[Finding]:
-        """What the panel shows: live from the Watch, in replay evaluated at this point."""
+        """What the panel shows: the source's findings at its newest point, less the dismissed."""
         if not hasattr(self, "_doctor_dismissed"):
             self._doctor_dismissed, self._doctor_steps, self._doctor_shown = set(), {}, []
         found = self.source.findings()
-        if found is None:  # a source that judges nothing itself (a test's scripted one)
-            points = self.source.timeline.points()[-12:]
-            found = evaluate(points, self._doctor_config()) if points else []
         return [f for f in found if f.id not in self._doctor_dismissed]
 
     def doctor_header(self) -> str | None:

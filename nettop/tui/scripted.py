@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from nettop.collectors.session_path import SessionPath
-from nettop.doctor import DoctorConfig, Finding
+from nettop.doctor import DoctorConfig, Finding, evaluate_recent
 from nettop.ebpf.sample import DropCounts, EbpfSample, IrqCounts, NapiCounts, ProbeCost
 from nettop.ebpf.sample import SoftirqCounts as EbpfSoftirq
 from nettop.ping.stats import summarize
@@ -113,8 +113,10 @@ class ScriptedSource:
     def own_cpu_percent(self) -> float | None:
         return self.own_cpu
 
-    def findings(self) -> list[Finding] | None:
-        return self.doctor.shown() if self.doctor is not None else None  # else the app judges
+    def findings(self) -> list[Finding]:
+        if self.doctor is not None:
+            return self.doctor.shown()
+        return evaluate_recent(self.timeline.points(), self.doctor_config)  # as a replay judges
 
 
 if TYPE_CHECKING:
