@@ -4,11 +4,18 @@ The cases (issue 29), each nettop's live view alone in a 120x40 pseudo-terminal 
 benchmarks/tui_cost.py runs it:
   - host64:  a generated 64-CPU tree with ~1,500 IRQs and 2x16 queues, `-i 1`
   - host256: a generated 256-CPU tree with ~1,500 IRQs and 2x64 queues, `-i 1`
+  - host1024: the generated 1,024-CPU / 16,384-IRQ / 4x128-queue / 4-node tree of
+    benchmarks/record_cost.py, `-i 1`
+  - record1024: `nettop record` (headless) on that same tree, `-i 1`
   - live:    this host at `-i 0.1`
-The trees' counters advance every second (`tests/treegen.py --advance 1`, not counted),
-so rates, charts and history fill as on a busy server.
+The 64/256-CPU trees' counters advance every second (`tests/treegen.py --advance 1`, not
+counted); the 1,024-CPU tree's are advanced by record_cost's `Advancer` (every CPU's
+stat/softnet/softirq lines, every NIC queue IRQ's per_cpu_count, the NICs' statistics),
+since regenerating it whole takes longer than a second. So rates, charts and history fill
+as on a busy server.
 
-Targets: the trees <= 150 MB, the live host <= 100 MB, flat after the first 5 minutes
+Targets (issue 29): the 64/256-CPU trees <= 150 MB, the 1,024-CPU tree <= 400 MB, the
+recorder at 1,024 CPUs <= 200 MB, the live host <= 100 MB; flat after the first 5 minutes
 (we print the growth from minute 5 to the end; "flat" is within a few MB).
 
     sudo .venv/bin/python benchmarks/memory.py [--minutes 60] [--case host64 ...]
@@ -40,11 +47,14 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent))
 from tui_cost import COLS, ROWS, PtyReader  # noqa: E402
 
 TREES = {"host64": (64, 1500, 16), "host256": (256, 1500, 64)}  # cpus, irqs, queues per NIC
-INTERVAL = {"host64": "1", "host256": "1", "live": "0.1"}
-TARGET_MB = {"host64": 150.0, "host256": 150.0, "live": 100.0}
+BIG = ("host1024", "record1024")  # the 1,024-CPU tree (record_cost.SIZES[1024]), shared
+CASES = [*TREES, *BIG, "live"]
+INTERVAL = {"host64": "1", "host256": "1", "host1024": "1", "record1024": "1", "live": "0.1"}
+TARGET_MB = {"host64": 150.0, "host256": 150.0, "host1024": 400.0, "record1024": 200.0, "live": 100.0}
 FLAT_AFTER_MIN = 5
 
 
@@ -95,13 +105,57 @@ def watch(trace: Trace, argv: list[str], env_extra: dict[str, str], minutes: int
         os.close(master)
 
 
+class BigTree:
+    """The 1,024-CPU tree, generated once and advanced every second by one thread for all
+    the cases that read it (the generator's cost is not nettop's)."""
+
+    def __init__(self, tmp: Path) -> None:
+        from record_cost import SIZES, Advancer
+        from treegen import generate_tree
+
+        from nettop.collectors.host import HostReader
+        from nettop.kernel.sysroot import SysRoot
+
+        self.dest = tmp / "tree1024"
+        generate_tree(self.dest, **SIZES[1024])  # type: ignore[arg-type]
+        reader = HostReader(SysRoot(str(self.dest)))
+        try:
+            reader.read()
+            paths = list(reader._irq_sysfs._paths.values())  # the IRQs it counts (as record_cost)
+        finally:
+            reader.close()
+        self.advancer = Advancer(self.dest, paths)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        k = 0
+        next_t = time.monotonic()
+        while not self.stop.is_set():
+            k += 1
+            self.advancer.step(k)
+            next_t += 1.0
+            self.stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float, warmup: float,
-             out: threading.Lock) -> Trace:
+             out: threading.Lock, big: BigTree | None = None) -> Trace:
     argv, env = nettop_argv(src)
     argv = [*argv, "-i", INTERVAL[case]]
     trace = Trace(case)
     if case == "live":
         watch(trace, argv, env, minutes, every, warmup, out)
+        return trace
+    if case in BIG:
+        assert big is not None
+        if case == "record1024":
+            argv = [*argv, "--record", str(tmp / "rec1024.nettop")]
+        watch(trace, [*argv, "--root", str(big.dest)], env, minutes, every, warmup, out)
         return trace
     from treegen import generate_tree
 
@@ -136,16 +190,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minutes", type=int, default=60)
     ap.add_argument("--every", type=float, default=60.0, help="seconds between RSS lines (default: a minute)")
     ap.add_argument("--warmup", type=float, default=5.0)
-    ap.add_argument("--case", action="append", choices=[*TREES, "live"], help="run only these (default: all)")
+    ap.add_argument("--case", action="append", choices=CASES, help="run only these (default: all)")
     ap.add_argument("--src", type=Path, help="run the nettop package in this directory instead of this venv's")
     ap.add_argument("--parallel", action="store_true", help="run the cases at once")
     args = ap.parse_args(argv)
-    cases = args.case or [*TREES, "live"]
+    cases = args.case or CASES
     out = threading.Lock()
     traces: dict[str, Trace] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        big = BigTree(Path(tmp)) if set(cases) & set(BIG) else None
+
         def one(case: str) -> None:
-            traces[case] = run_case(case, Path(tmp), args.src, args.minutes, args.every, args.warmup, out)
+            traces[case] = run_case(case, Path(tmp), args.src, args.minutes, args.every, args.warmup, out, big)
         if args.parallel:
             threads = [threading.Thread(target=one, args=(c,)) for c in cases]
             for th in threads:
@@ -155,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for c in cases:
                 one(c)
+        if big is not None:
+            big.close()
     print(f"\nnettop from {args.src or 'this venv'}, {args.minutes} min, RSS every {args.every:g} s:")
     for c in cases:
         print(report(traces[c], args.every))
