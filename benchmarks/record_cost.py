@@ -115,8 +115,7 @@ class Advancer:
         _write(os.path.join(self.dest, "proc/softirqs"), "\n".join(sl))
         self.irqs.step(k)
         for p, base in self.stats:
-            with open(p, "w") as f:
-                f.write(f"{base + 1_000_000 * k}\n")
+            _write(p, f"{base + 1_000_000 * k}\n")  # whole: memory.py advances while nettop reads
 
 
 def _rss_mb() -> float:

@@ -337,14 +337,15 @@ class FiringIrqs:
             parts = list(parts)
             j = max(range(len(parts)), key=lambda i: int(parts[i]))
             parts[j] = str((int(parts[j]) + 20_000 * k) % (1 << 32))
-            with open(p, "w") as f:
-                f.write(",".join(parts) + "\n")
+            # whole (renamed over), as the kernel's file never reads torn: benchmarks/memory.py
+            # advances the tree while nettop reads it, and a half-written count fell back to
+            # reading the 185 MB /proc/interrupts of the 1,024-CPU tree
+            _w(Path(p), ",".join(parts) + "\n")
 
     def restore(self) -> None:
         """The files as they were."""
         for p, parts in self.first.items():
-            with open(p, "w") as f:
-                f.write(",".join(parts) + "\n")
+            _w(Path(p), ",".join(parts) + "\n")
 
 
 def advance(dest: Path, every: float = 1.0, ticks: int | None = None, **kw: object) -> None:
