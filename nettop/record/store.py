@@ -97,8 +97,13 @@ class Writer:
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(path, exc)) from None
         self._configs: dict[str, int] = {}
+        # the last two samples' values in walk order, while the chain is not kept as lanes
+        # (`_lists` rebuilds them from the lanes if a sample ever needs them then): at 1,024
+        # CPUs each list keeps ~550,000 ints alive that the snapshots have let go
         self._prev_ints: list[int] | None = None
         self._prev2_ints: list[int] | None = None  # the one before, when prev was no key
+        self._prev_n: int | None = None  # how many values the last sample had
+        self._has_prev2 = False  # the last sample was no key: a pred-2 successor has both
         self._prev_fits = True
         self._prev_walk: int | None = None  # lanes of the last sample, a small key, in walk order
         self._key_seq = 0
@@ -150,9 +155,9 @@ class Writer:
                         "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0])
                 # a vector that does not fit 64-bit lanes, and the one after it, stand
                 # alone (codec.lanes): readers never predict from or into such values
-                key = (cid != self._prev_config or self._prev_ints is None or not fits or not self._prev_fits
-                       or self._since_key >= KEY_EVERY - 1 or len(ints) != len(self._prev_ints))
-                pred = 0 if key else (2 if self._prev2_ints is not None else 1)
+                key = (cid != self._prev_config or self._prev_n is None or not fits or not self._prev_fits
+                       or self._since_key >= KEY_EVERY - 1 or len(ints) != self._prev_n)
+                pred = 0 if key else (2 if self._has_prev2 else 1)
                 key_seq = seq if key else self._key_seq
                 if pred == 2 and self._order is None:
                     assert self._prev2_ints is not None and self._prev_ints is not None  # pred 2: both held
@@ -170,11 +175,15 @@ class Writer:
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(self.path, exc)) from None
         self._configs[sha] = cid
-        self._prev2_ints = None if key else self._prev_ints
+        if lanes is not None:  # the chain lives in its lanes now
+            self._prev_ints = self._prev2_ints = None
+        else:
+            self._prev2_ints, self._prev_ints = (None if key else self._lists()[0]), ints
+        self._prev_n, self._has_prev2 = len(ints), not key
         self._lanes, self._prev_walk = lanes, walk
         if key:
             self._key_seq, self._order = seq, None
-        self._prev_config, self._prev_ints, self._prev_fits, self._seq = cid, ints, fits, seq
+        self._prev_config, self._prev_fits, self._seq = cid, fits, seq
         self._since_key = 0 if key else self._since_key + 1
         self.samples += 1
         self.bytes_written += len(iblob) + len(fblob) + 40
@@ -189,7 +198,7 @@ class Writer:
         Lanes (codec.pack_lanes) when this sample's values and those it is predicted from
         are `codec.small`; the lists (codec.pack_ints) otherwise. Both give the same bytes
         (tests/test_record_codec.py)."""
-        prev, prev2, order, n = self._prev_ints, self._prev2_ints, self._order, len(ints)
+        order, n = self._order, len(ints)
         if now is not None and codec.LZMA_FILTERS is not None:
             if pred == 0:
                 walk = codec.lanes(ints) if chained else now  # a key that ends a chain kept as lanes
@@ -202,16 +211,29 @@ class Writer:
                 if codec.small(now, n):
                     p, q = self._lanes
                     return codec.pack_lanes(now, n, p, q), None, (now, p)
-            elif order is not None and prev is not None and prev2 is not None:  # the chain's first pred 2
+            elif order is not None and self._prev_ints is not None and self._prev2_ints is not None:
+                # the chain's first pred 2 (its lists are still held)
+                prev, prev2 = self._prev_ints, self._prev2_ints
                 fwd = order.fwd or (lambda xs: xs)
                 v, p, q = codec.lanes(fwd(ints)), codec.lanes(fwd(prev)), codec.lanes(fwd(prev2))
                 if codec.small(v, n) and codec.small(p, n) and codec.small(q, n):
                     return codec.pack_lanes(v, n, p, q), None, (v, p)
         if pred == 0:
             return codec.pack_ints(ints), None, None
+        prev, prev2 = self._lists()
         if pred == 1:
             return codec.pack_ints(ints, prev), None, None
         return codec.pack_ints(ints, prev, prev2, order), None, None
+
+    def _lists(self) -> tuple[list[int] | None, list[int] | None]:
+        """The last two samples' values in walk order: the lists held, or rebuilt (and held
+        again) from the chain's lanes when a value left the lanes' safe range."""
+        if self._prev_ints is None and self._lanes is not None and self._prev_n is not None:
+            n, (p, q) = self._prev_n, self._lanes
+            inv = self._order.inv if self._order is not None else None
+            self._prev_ints, self._prev2_ints = ([*(inv(v) if inv is not None else v)]
+                                                 for v in (codec.unlanes(p, n), codec.unlanes(q, n)))
+        return self._prev_ints, self._prev2_ints
 
     def add_event(self, event: Event) -> None:
         try:
