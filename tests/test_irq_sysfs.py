@@ -15,6 +15,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nettop.collectors import cpus, interrupts
@@ -180,16 +181,17 @@ def test_parsing_only_the_changed_fields_gives_the_whole_line():
             i = rnd.randrange(n)
             new[i] = rnd.choice([0, 1, 10, old[i] + 1, old[i] * 10 % (1 << 32), rnd.randrange(1 << 32)])
         text, prev = ",".join(map(str, new)), ",".join(map(str, old))
-        got = _parse(text, prev, list(old))
-        assert got is not None and got[0] == new
-        assert got[2] is None or got[2] == sum(new) - sum(old)  # the total's change
-        # the last tick's span as a hint, right or wrong, gives the same values
-        for hint in (got[1], (rnd.randrange(len(prev) + 1), rnd.randrange(len(prev) + 1))):
-            again = _parse(text, prev, list(old), hint)
-            assert again is not None and again[0] == new, (text, prev, hint)
-    assert _parse("1,x,3", "1,2,3", [1, 2, 3]) is None
-    assert _parse("1,2", "1,2,3", [1, 2, 3]) is None  # a field lost: not n counts
-    assert _parse("1,4294967296,3", "1,2,3", [1, 2, 3]) is None  # wider than the kernel's u32
+        row = list(old)
+        got = _parse(text, prev, row)
+        assert got is not None and row == new
+        # the last tick's span as a hint, right or wrong, gives the same values, also in
+        # a row of the reader's matrix
+        for hint in (got, (rnd.randrange(len(prev) + 1), rnd.randrange(len(prev) + 1))):
+            for again in (list(old), np.array(old, dtype=np.uint32)):
+                assert _parse(text, prev, again, hint) is not None and list(again) == new, (text, prev, hint)
+    for bad in ("1,x,3", "1,2", "1,4294967296,3"):  # not a number, a field lost, wider than u32
+        row = [1, 2, 3]
+        assert _parse(bad, "1,2,3", row) is None and row == [1, 2, 3]  # and the row untouched
 
 
 @pytest.mark.parametrize("offline", [(), (5,)])

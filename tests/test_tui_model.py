@@ -71,6 +71,10 @@ def test_queue_rows_agree_with_the_snapshot_json_document():
             assert r.irq_per_s == q["irq_per_s"] and list(r.irqs) == q["irqs"]
             assert r.rx_pps == q.get("rx_packets_per_s") and r.tx_pps == q.get("tx_packets_per_s")
             assert r.rps == q.get("rps_cpus") and r.xps == q.get("xps_cpus")
+            assert r.affinity == (tuple(q["affinity"]) if q["affinity"] is not None else None)
+            assert r.effective == (tuple(q["effective_affinity"]) if q["effective_affinity"] is not None else None)
+            assert r.settings_age == (q["settings_age_s"] or 0.0)
+    assert len(rows) == sum(len(doc["interfaces"][n]["queues"]) for n in ("eth0", "veth0"))
 
 
 def test_a_kernel_managed_irq_marks_its_queue_with_a_star():

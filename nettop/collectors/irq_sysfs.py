@@ -32,11 +32,11 @@ exist only there: a table from sysfs has none.
 
 from __future__ import annotations
 
-import operator
 import os
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from nettop.collectors.cpus import parse_cpu_list
+from nettop.model.counts import DTYPE, CountMatrix, CountRow, numpy
 from nettop.model.snapshot import InterruptTable, Irq
 from nettop.kernel.sysroot import SysRoot
 
@@ -94,9 +94,11 @@ class SysfsIrqReader:
         self._online: tuple[int, ...] = ()
         self._refused: tuple[str, int] | None = None  # (directory, link count) that failed
         self._paths: dict[int, str] = {}  # followed IRQ -> its per_cpu_count path
-        # followed IRQ -> (raw text, without its newline, its values, the Irq, where the
-        # line changed: common prefix and suffix lengths) of the last read
-        self._last: dict[int, tuple[str, str, list[int], Irq, tuple[int, int]]] = {}
+        # followed IRQ -> (raw text, without its newline, where the line changed: common
+        # prefix and suffix lengths) of the last read; its values are its row of `_m`
+        self._last: dict[int, tuple[str, str, tuple[int, int]]] = {}
+        self._rows: tuple[int, ...] = ()  # the followed IRQs, in `_m`'s rows
+        self._m: Any = None  # their counts on every possible CPU (numpy, made on the first tick)
 
     def read(self, root: SysRoot, online: Sequence[int], want: Want,
              full: bool = False) -> InterruptTable | None:
@@ -221,46 +223,38 @@ class SysfsIrqReader:
     def _counts(self, online: Sequence[int]) -> InterruptTable | None:
         possible = self._possible
         n = len(possible)
-        if tuple(online) != self._online:  # the cached Irqs hold the old CPUs' counts
-            self._online, self._last = tuple(online), {}
-        if tuple(online) == possible:
-            pick: Callable[[list[int]], tuple[int, ...]] = tuple
-        else:
+        if tuple(online) != self._online:
+            self._online = tuple(online)
+        cols: list[int] | None = None
+        if tuple(online) != possible:
             index = {c: i for i, c in enumerate(possible)}
             if any(c not in index for c in online):
                 self.fallback_reason = "an online CPU is not among the possible ones"
                 return None
-            at = [index[c] for c in online]
-            getter = operator.itemgetter(*at) if at else None
-
-            def pick(vals: list[int]) -> tuple[int, ...]:
-                if getter is None:
-                    return ()
-                got = getter(vals)
-                return got if isinstance(got, tuple) else (got,)
-
-        irqs = dict(self._bare)
-        counted: dict[int, Irq] = {}
+            cols = [index[c] for c in online]
+        paths = self._paths
+        rows = tuple(paths)
+        np = numpy()
+        if self._m is None or self._rows != rows or self._m.shape != (len(rows), n):  # new IRQs: parse all
+            self._rows, self._m, self._last = rows, np.zeros((len(rows), n), DTYPE), {}
+        m = self._m
         last = self._last
-        for irq, path in self._paths.items():
+        for i, (irq, path) in enumerate(paths.items()):
             try:
                 text = self._text(path)
             except OSError:
                 return None  # gone since discovery
             prev = last.get(irq)
             if prev is not None and prev[0] == text:
-                irqs[irq] = counted[irq] = prev[3]
                 continue
             if not text.endswith("\n"):
                 self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
                                         "PAGE_SIZE (too many CPUs for one page)")
                 return None
             body = text[:-1]
-            hint = (0, 0)
-            delta: int | None = None
+            hint: tuple[int, int] | None = (0, 0)
             if prev is not None:
-                parsed = _parse(body, prev[1], prev[2], prev[4])
-                vals, hint, delta = parsed if parsed is not None else (None, hint, None)
+                hint = _parse(body, prev[1], m[i], prev[2])
             else:
                 parts = body.split(",")
                 if len(parts) != n:
@@ -268,15 +262,23 @@ class SysfsIrqReader:
                                             f"counts for {n} possible CPUs")
                     return None
                 vals = _parse_all(parts)
-            if vals is None:
+                if vals is not None:
+                    m[i] = vals
+                else:
+                    hint = None
+            if hint is None:
                 self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                 return None
-            counts = pick(vals)
-            info = self._bare[irq]
-            total = prev[3].total if prev is not None and delta is not None and pick is tuple else None
-            total = sum(counts) if total is None or delta is None else total + delta
-            irqs[irq] = counted[irq] = got = Irq(irq, info.chip, info.hwirq, info.name, counts, total)
-            last[irq] = (text, body, vals, got, hint)
+            last[irq] = (text, body, hint)
+        # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
+        matrix = CountMatrix(rows, m.copy() if cols is None else m[:, cols])
+        totals = matrix.values.sum(axis=1, dtype=np.uint64).tolist()
+        irqs = dict(self._bare)
+        counted: dict[int, Irq] = {}
+        bare = self._bare
+        for i, irq in enumerate(rows):
+            info = bare[irq]
+            irqs[irq] = counted[irq] = Irq(irq, info.chip, info.hwirq, info.name, CountRow(matrix, i), totals[i])
         self.fallback_reason = None
         self.counted = counted
         return InterruptTable(tuple(online), irqs)
@@ -319,15 +321,15 @@ def _common(a: str, b: str, suffix: bool) -> int:
     return lo
 
 
-def _parse(text: str, prev_text: str, prev_vals: list[int],
-           hint: tuple[int, int] = (0, 0)) -> tuple[list[int], tuple[int, int], int | None] | None:
+def _parse(text: str, prev_text: str, row: Any, hint: tuple[int, int] = (0, 0)) -> tuple[int, int] | None:
     """Only the fields between the first and the last character that differ from the
     last read are parsed: a queue IRQ fires on a few CPUs, and the other ~1,000 fields
-    of its line repeat tick after tick. `hint` is the last tick's (common prefix, common
-    suffix): an IRQ fires on the same CPUs tick after tick, so two comparisons usually
-    confirm it; else they are found by halving. Returns the values (`prev_vals` updated in
-    place), the new hint, and how much their sum grew (None after a whole parse)."""
-    n = len(prev_vals)
+    of its line repeat tick after tick. `row` holds the last read's values (a list, or the
+    reader's matrix row) and is updated in place. `hint` is the last tick's (common prefix,
+    common suffix): an IRQ fires on the same CPUs tick after tick, so two comparisons
+    usually confirm it; else they are found by halving. Returns the new hint, or None
+    (the row untouched) when the text is not n 32-bit counts."""
+    n = len(row)
     pre, suf = hint
     short = min(len(text), len(prev_text))
     if not (0 < pre + suf <= short and text.startswith(prev_text[:pre])
@@ -344,10 +346,12 @@ def _parse(text: str, prev_text: str, prev_vals: list[int],
     if before + len(mid) + after != n:
         parts = text.split(",")
         got = _parse_all(parts) if len(parts) == n else None
-        return (got, (0, 0), None) if got is not None else None
+        if got is None:
+            return None
+        row[:] = got
+        return (0, 0)
     got = _parse_all(mid)
     if got is None:
         return None
-    delta = sum(got) - sum(prev_vals[before:n - after])
-    prev_vals[before:n - after] = got
-    return prev_vals, (start, len(text) - end), delta
+    row[before:n - after] = got
+    return (start, len(text) - end)

@@ -12,6 +12,7 @@ import operator
 from typing import Iterable, Mapping, Sequence
 
 from nettop.model.counters import U32, U64, delta
+from nettop.model.counts import numpy, table_matrix
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event, Point
 from nettop.ping.stats import LatencyStats
@@ -46,6 +47,8 @@ class Window:
         self._softnet: dict[int, tuple[float, float, float, float]] | None = None
         self._net_rx: dict[int, float] | None = None
         self._irq_counts: dict[int, list[int] | None] = {}
+        self._irq_m: list | None = None
+        self._irq_m_done = False
 
     @property
     def has_rates(self) -> bool:
@@ -116,15 +119,19 @@ class Window:
 
     def irq_counts(self, irq: int) -> list[int] | None:
         """Interrupts of one IRQ per CPU over the window, aligned with `cpus` (None when its
-        counts were not parsed in both samples or the CPU set changed).
-
-        A 256-CPU host has 64 queue IRQs of 256 counts each; the difference is one C-level
-        map, and the rules sum and compare these lists without a Python loop per CPU."""
+        counts were not parsed in both samples or the CPU set changed)."""
         if irq in self._irq_counts:
             return self._irq_counts[irq]
+        out: list[int] | None = None
+        m = self._irq_matrix()
+        if m is not None:
+            row = m[0].get(irq)
+            if row is not None:
+                out = m[1][row].tolist()
+                self._irq_counts[irq] = out
+                return out
         a = self.first.interrupts.irqs.get(irq)
         b = self.last.interrupts.irqs.get(irq)
-        out: list[int] | None = None
         if (a is not None and b is not None and a.counts is not None and b.counts is not None
                 and self.has_rates and self.first.interrupts.cpus == self.last.interrupts.cpus):
             out = list(map(operator.sub, b.counts, a.counts))
@@ -132,6 +139,68 @@ class Window:
                 out = [_d(x, y, U32) for x, y in zip(a.counts, b.counts)]
         self._irq_counts[irq] = out
         return out
+
+    def irq_sum(self, irqs: Iterable[int]) -> list[int] | None:
+        """The per-CPU interrupts of several IRQs added up (aligned with `cpus`), None when
+        none of them has counts. One array sum over the rows when the samples hold their
+        count matrices (a NIC of 128 queues on 1,024 CPUs)."""
+        m = self._irq_matrix()
+        rows: list[int] = []
+        acc: list[int] | None = None
+        for irq in irqs:
+            row = m[0].get(irq) if m is not None else None
+            if row is not None:
+                rows.append(row)
+                continue
+            d = self.irq_counts(irq)
+            if d is not None:
+                acc = d if acc is None else list(map(operator.add, acc, d))
+        if rows and m is not None:
+            got = m[1][rows].sum(axis=0).tolist()
+            acc = got if acc is None else list(map(operator.add, acc, got))
+        return acc
+
+    def irq_peak(self, irq: int) -> tuple[int, int] | None:
+        """(all interrupts of one IRQ over the window, the index in `cpus` where most
+        landed), or None when unknown."""
+        m = self._irq_matrix()
+        row = m[0].get(irq) if m is not None else None
+        if m is not None and row is not None:
+            if not m[1].shape[1]:
+                return None  # no CPU columns: as an empty list below
+            if m[2] is None:
+                m[2] = (m[1].sum(axis=1).tolist(), m[1].argmax(axis=1).tolist())
+            totals, peaks = m[2]
+            return totals[row], peaks[row]
+        d = self.irq_counts(irq)
+        if not d:
+            return None
+        return sum(d), d.index(max(d))
+
+    def _irq_matrix(self) -> list | None:
+        """[row of each IRQ, the window's per-CPU interrupts (int64, one row per IRQ), the
+        rows' totals and peaks once asked] when both samples' counts are one count matrix
+        each, of the same IRQs and CPUs (model/counts.py); else None (per-IRQ lists)."""
+        if self._irq_m_done:
+            return self._irq_m
+        self._irq_m_done = True
+        got = None
+        a, b = self.first.interrupts, self.last.interrupts
+        ma, mb = table_matrix(a), table_matrix(b)
+        if (ma is not None and mb is not None and ma.same_layout(mb) and a.cpus == b.cpus
+                and self.has_rates):
+            np = numpy()  # loaded already: the reader made these matrices
+            before = ma.values.astype(np.int64)
+            d = mb.values.astype(np.int64) - before
+            back = d < 0
+            if back.any():  # as `_d`: a wrap near the top of 32 bits, else a reset from 0
+                wrap = back & (before >= U32 - (U32 >> 2)) & (mb.values < (U32 >> 2))
+                d[wrap] += U32
+                reset = back & ~wrap
+                d[reset] = mb.values[reset]
+            got = [{irq: i for i, irq in enumerate(mb.irqs)}, d, None]
+        self._irq_m = got
+        return got
 
     @property
     def cpus(self) -> tuple[int, ...]:

@@ -12,7 +12,7 @@ offline CPUs leave gaps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from nettop.ebpf.sample import EbpfSample
 from nettop.ping.stats import LatencyStats
@@ -34,7 +34,9 @@ class Irq:
     name: str  # the action names, e.g. "virtio2-input.0" or "mlx5_comp3@pci:0000:81:00.0"
     # Per-CPU counts aligned with InterruptTable.cpus; None when the parser was asked to
     # skip this line's counts (a 256-CPU host has millions of numbers nobody looks at).
-    counts: tuple[int, ...] | None = None
+    # A tuple, or a CountRow (model/counts.py: a row of the sysfs reader's matrix that
+    # reads as that tuple and equals it).
+    counts: Sequence[int] | None = None
     total: int | None = None
 
 

@@ -8,6 +8,7 @@ are part of the JSON schema (docs/snapshot-json.md): they only ever get added to
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from nettop.collectors.cpus import format_cpu_list
@@ -50,10 +51,37 @@ def qdisc_doc(qds: tuple[QdiscStats, ...], qrs: tuple[QdiscRates, ...]) -> dict[
     return doc
 
 
-def queue_docs(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
-            mapped: tuple[QueueIrqs, ...]) -> list[dict[str, Any]]:
-    """One entry per queue of `name`: its IRQs and their rates and affinity, RPS/XPS, BQL and
-    per-queue packet rates, joined by (kind, index); the queues sysfs knows when no map does."""
+@dataclass(frozen=True, slots=True)
+class QueueJoin:
+    """One queue's parts, joined by (kind, index) from the queue map, the IRQ affinity, the
+    queue config (RPS/XPS), BQL and the per-queue rates: what `queue_docs` formats for
+    the JSON and the TUI's queue table turns into rows (512 queues a tick at 4 x 128
+    queues, so the table does not build the JSON's dicts and CPU-list strings)."""
+
+    q: QueueIrqs
+    aff: tuple[Any, ...]  # the IRQs' IrqAffinity (None where unknown)
+    irq_per_s: float | None  # rounded; 0.0 for a queue without IRQs, None when none has a rate
+    kinds: tuple[str, ...]  # ("rx", "tx") for a combined queue
+    rates: tuple[Any, ...]  # QueueRates per kind, or None
+    cfg: tuple[QueueConfig | None, ...]  # per kind
+    bql: Any  # BqlState of the tx side, or None
+    settings_age_s: float | None  # the oldest of its settings (0 when all read this tick)
+
+    def union(self, what: str) -> list[int] | None:
+        """The CPUs of the IRQs' `affinity`, `effective` or `hint` together."""
+        return _cpu_union(getattr(a, what) for a in self.aff if a)
+
+    def side(self, kind: str) -> tuple[Any, QueueConfig | None] | None:
+        """(QueueRates, QueueConfig) of one side, or None when the queue has no such side."""
+        for k, r, c in zip(self.kinds, self.rates, self.cfg):
+            if k == kind:
+                return r, c
+        return None
+
+
+def queue_joins(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
+                mapped: tuple[QueueIrqs, ...]) -> list[QueueJoin]:
+    """The parts of each queue of `name`; the queues sysfs knows when no map does."""
     cfg: dict[tuple[str, int], QueueConfig] = {(q.kind, q.index): q for q in (dev.queues if dev else ())}
     bql = {b.queue: b for b in (dev.bql if dev else ())}
     lr = rates.links.get(name)
@@ -63,44 +91,59 @@ def queue_docs(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
         rows = [QueueIrqs(k, i) for (k, i) in sorted(cfg)]
     out = []
     now = cur.t_mono
+    aff_of, irq_rates = cur.irq_affinity, rates.irqs
     for q in rows:
         kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
-        read_at: list[float | None] = [a.read_at for i in q.irqs if (a := cur.irq_affinity.get(i))]
-        irq_rates = [rates.irqs.get(i) for i in q.irqs]
-        per_s = [r.per_s for r in irq_rates if r is not None and r.per_s is not None]
-        aff = [cur.irq_affinity.get(i) for i in q.irqs]
+        aff = tuple(aff_of.get(i) for i in q.irqs)
+        read_at: list[float | None] = [a.read_at for a in aff if a]
+        per_s = [r.per_s for i in q.irqs if (r := irq_rates.get(i)) is not None and r.per_s is not None]
+        cs = tuple(cfg.get((k, q.index)) for k in kinds)
+        read_at.extend(c.read_at if c else None for c in cs)
+        b = bql.get(q.index) if "tx" in kinds else None
+        if "tx" in kinds:
+            read_at.append(b.read_at if b else None)
+        out.append(QueueJoin(
+            q, aff, rounded(sum(per_s)) if per_s else (0.0 if not q.irqs else None), kinds,
+            tuple(qrates.get((k, q.index)) for k in kinds), cs, b,
+            # the oldest of the row's settings: 0 when all were read this tick (settings off
+            # screen are read in rotation, nettop/collectors/settings_rotation.py)
+            rounded(max((setting_age(now, t) for t in read_at), default=0.0))))
+    return out
+
+
+def queue_docs(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
+               mapped: tuple[QueueIrqs, ...]) -> list[dict[str, Any]]:
+    """One entry per queue of `name`: its IRQs and their rates and affinity, RPS/XPS, BQL and
+    per-queue packet rates (`queue_joins`)."""
+    out = []
+    for j in queue_joins(name, cur, rates, dev, mapped):
+        q = j.q
         row: dict[str, Any] = {
             "kind": q.kind,
             "index": q.index,
             "irqs": list(q.irqs),
             "napi_id": q.napi_id,
-            "irq_per_s": rounded(sum(per_s)) if per_s else (0.0 if not q.irqs else None),
-            "affinity": _cpu_union(a.affinity for a in aff if a),
-            "effective_affinity": _cpu_union(a.effective for a in aff if a),
-            "affinity_hint": _cpu_union(a.hint for a in aff if a),
-            "irqs_managed": _managed(aff),
+            "irq_per_s": j.irq_per_s,
+            "affinity": j.union("affinity"),
+            "effective_affinity": j.union("effective"),
+            "affinity_hint": j.union("hint"),
+            "irqs_managed": _managed(list(j.aff)),
         }
         row["affinity_list"] = format_cpu_list(row["affinity"]) if row["affinity"] is not None else None
         row["effective_affinity_list"] = (
             format_cpu_list(row["effective_affinity"]) if row["effective_affinity"] is not None else None)
-        for k in kinds:
-            qr = qrates.get((k, q.index))
+        for k, qr, c in zip(j.kinds, j.rates, j.cfg):
             row[f"{k}_packets_per_s"] = rounded(qr.packets_per_s) if qr else None
             row[f"{k}_bytes_per_s"] = rounded(qr.bytes_per_s) if qr else None
-            c = cfg.get((k, q.index))
-            read_at.append(c.read_at if c else None)
             if k == "rx":
                 row["rps_cpus"] = c.rps_cpus if c else None
                 row["rps_flow_cnt"] = c.rps_flow_cnt if c else None
             else:
                 row["xps_cpus"] = c.xps_cpus if c else None
-                b = bql.get(q.index)
-                read_at.append(b.read_at if b else None)
+                b = j.bql
                 row["bql"] = ({"limit": b.limit, "limit_max": b.limit_max, "limit_min": b.limit_min,
                                "inflight": b.inflight} if b else None)
-        # the oldest of the row's settings: 0 when all were read this tick (settings off
-        # screen are read in rotation, nettop/collectors/settings_rotation.py)
-        row["settings_age_s"] = rounded(max((setting_age(now, t) for t in read_at), default=0.0))
+        row["settings_age_s"] = j.settings_age_s
         out.append(row)
     return out
 

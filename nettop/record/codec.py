@@ -37,6 +37,7 @@ import enum
 import types
 
 from nettop.model import snapshot as S
+from nettop.model.counts import CountRow
 from nettop.ebpf import sample as E
 from nettop.ping.stats import LatencyStats
 from nettop.model.problems import Problem
@@ -135,6 +136,10 @@ def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
         return 0.0
     if t is tuple:
         return _enc_items(obj, ints, floats)
+    if t is CountRow:  # an IRQ's counts from the sysfs reader: stored as the tuple it reads as
+        vals = obj.array.tolist()
+        ints.extend(vals)
+        return {"n": len(vals)} if len(vals) >= 2 else [0] * len(vals)
     if t is str or obj is None or t is bool:
         return obj
     get = _GETTERS.get(t)
@@ -180,7 +185,8 @@ def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
         # total is the sum of the per-CPU counts: store only what it differs by (0), so a
         # busy IRQ's noise is paid once, not twice
         head = [_enc(getattr(obj, n), ints, floats) for n in _IRQ_HEAD]
-        ints.append(obj.total - sum(obj.counts))
+        counts = obj.counts
+        ints.append(obj.total - (int(counts.array.sum(dtype="u8")) if type(counts) is CountRow else sum(counts)))
         return {"c": "Irq", "f": head + [0], "t": 1}
     names = _FIELDS.get(cls)
     if names is not None:

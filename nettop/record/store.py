@@ -213,9 +213,8 @@ class Writer:
                     return codec.pack_lanes(now, n, p, q), None, (now, p)
             elif order is not None and self._prev_ints is not None and self._prev2_ints is not None:
                 # the chain's first pred 2 (its lists are still held)
-                prev, prev2 = self._prev_ints, self._prev2_ints
                 fwd = order.fwd or (lambda xs: xs)
-                v, p, q = codec.lanes(fwd(ints)), codec.lanes(fwd(prev)), codec.lanes(fwd(prev2))
+                v, p, q = codec.lanes(fwd(ints)), codec.lanes(fwd(self._prev_ints)), codec.lanes(fwd(self._prev2_ints))
                 if codec.small(v, n) and codec.small(p, n) and codec.small(q, n):
                     return codec.pack_lanes(v, n, p, q), None, (v, p)
         if pred == 0:

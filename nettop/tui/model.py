@@ -13,7 +13,7 @@ from typing import Any, Collection, Iterable, Sequence
 
 from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot, setting_age
-from nettop.output.device_doc import qdisc_doc, queue_docs
+from nettop.output.device_doc import qdisc_doc, queue_joins, rounded
 from nettop.model.history import ChartHistory
 from nettop.model.timeline import Event, Point, Timeline
 
@@ -123,23 +123,25 @@ def queue_rows(point: Point, ifnames: Sequence[str]) -> list[QueueRow]:
         if name not in snap.links:
             continue
         qmap = snap.queue_maps.get(name)
-        for q in queue_docs(name, snap, rates, snap.devices.get(name), qmap.queues if qmap else ()):
-            irqs = tuple(q["irqs"])
+        for j in queue_joins(name, snap, rates, snap.devices.get(name), qmap.queues if qmap else ()):
+            q = j.q
+            aff, eff = j.union("affinity"), j.union("effective")
+            rx, tx = j.side("rx"), j.side("tx")
             rows.append(QueueRow(
-                key=f"{name}/{q['kind']}/{q['index']}",
+                key=f"{name}/{q.kind}/{q.index}",
                 ifname=name,
-                kind=q["kind"],
-                index=q["index"],
-                irqs=irqs,
-                affinity=tuple(q["affinity"]) if q["affinity"] is not None else None,
-                effective=tuple(q["effective_affinity"]) if q["effective_affinity"] is not None else None,
-                irq_per_s=q["irq_per_s"],
-                rx_pps=q.get("rx_packets_per_s"),
-                tx_pps=q.get("tx_packets_per_s"),
-                rps=q.get("rps_cpus"),
-                xps=q.get("xps_cpus"),
-                managed=any(_is_managed(snap.irq_affinity.get(i)) for i in irqs),
-                settings_age=q["settings_age_s"] or 0.0,
+                kind=q.kind,
+                index=q.index,
+                irqs=q.irqs,
+                affinity=tuple(aff) if aff is not None else None,
+                effective=tuple(eff) if eff is not None else None,
+                irq_per_s=j.irq_per_s,
+                rx_pps=rounded(rx[0].packets_per_s) if rx and rx[0] else None,
+                tx_pps=rounded(tx[0].packets_per_s) if tx and tx[0] else None,
+                rps=rx[1].rps_cpus if rx and rx[1] else None,
+                xps=tx[1].xps_cpus if tx and tx[1] else None,
+                managed=any(_is_managed(a) for a in j.aff),
+                settings_age=j.settings_age_s or 0.0,
             ))
     return rows
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Iterator
 
 from nettop.doctor import thresholds as T
@@ -18,11 +17,7 @@ def irq_concentration(ctx: Context) -> Iterator[Finding]:
     w, snap = ctx.window, ctx.snap
     loads = w.cpu_pct()
     for name in nics(snap):
-        acc: list[int] | None = None
-        for irq in queue_irqs(snap, name):
-            d = w.irq_counts(irq)
-            if d is not None:
-                acc = d if acc is None else list(map(operator.add, acc, d))
+        acc = w.irq_sum(queue_irqs(snap, name))
         if not acc or w.elapsed <= 0:
             continue
         count = sum(acc)
@@ -165,13 +160,13 @@ def coalescing(ctx: Context) -> Iterator[Finding]:
         co = dev.coalesce if dev else None
         worst: tuple[float, int, int] | None = None
         for irq in queue_irqs(snap, name):
-            d = w.irq_counts(irq)
-            if not d:
+            peak = w.irq_peak(irq)
+            if peak is None:
                 continue
-            total = sum(d) / w.elapsed
+            total = peak[0] / w.elapsed
             if total < T.IRQ_HIGH_PER_S:
                 continue
-            cpu = w.cpus[d.index(max(d))]
+            cpu = w.cpus[peak[1]]
             if loads.get(cpu, (0, 0, 0))[1] >= T.HARDIRQ_HIGH_PCT and (worst is None or total > worst[0]):
                 worst = (total, irq, cpu)
         if worst is not None and target is None:

@@ -48,7 +48,7 @@ def rss_imbalance(ctx: Context) -> Iterator[Finding]:
             qm = snap.queue_maps.get(name)
             for q in qm.queues if qm else ():
                 if q.kind in ("rx", "combined") and q.irqs:
-                    per_q[q.index] = sum(sum(w.irq_counts(i) or ()) for i in q.irqs) / (w.elapsed or 1.0)
+                    per_q[q.index] = sum((w.irq_peak(i) or (0, 0))[0] for i in q.irqs) / (w.elapsed or 1.0)
         if len(per_q) < 2:
             continue
         total = sum(per_q.values())

@@ -1,0 +1,140 @@
+"""The followed IRQs' per-CPU counts of one tick as one matrix.
+
+A 1,024-CPU host with 4 NICs of 128 queues has ~520 followed IRQs of 1,024 counts each:
+~530,000 numbers a tick. Held as a tuple per IRQ, the rates and the doctor walked each
+one in Python (~20-35 us per IRQ per operation, ~50 ms a tick in all). The sysfs reader
+now fills one unsigned 32-bit matrix per tick (a row per IRQ, a column per online CPU),
+and each `Irq.counts` is a `CountRow`: a read-only view of its row that still reads as
+the sequence of ints it was, so every consumer of a tuple (the JSON, serve, the codec,
+recordings' decoded tuples) keeps working, and those that can take the whole table at
+once (`model/rates.py`, the doctor's `Window`) subtract two matrices in one step.
+
+32 bits is the kernel's width: `kstat_irqs_cpu()` is an `unsigned int`, and the sysfs
+reader refuses a value outside it (it falls back to /proc/interrupts).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
+
+from nettop.model.snapshot import InterruptTable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DTYPE = "uint32"
+
+
+def numpy() -> ModuleType:
+    """numpy, imported on first use: only a reader that builds a count matrix needs it
+    (~90 ms and ~17 MB), so `nettop set`, `replay` of a small host, `report` never pay."""
+    import numpy as np
+
+    return np
+
+
+class CountMatrix:
+    """`values[i]` are the counts of IRQ `irqs[i]` on each online CPU (the table's `cpus`)."""
+
+    __slots__ = ("irqs", "values", "_index")
+
+    def __init__(self, irqs: tuple[int, ...], values: np.ndarray) -> None:
+        if values.ndim != 2 or values.shape[0] != len(irqs):
+            raise ValueError("a count matrix has one row per IRQ")
+        values.flags.writeable = False  # a snapshot's counts never change
+        self.irqs = irqs
+        self.values = values
+        self._index: dict[int, int] | None = None
+
+    def row(self, i: int) -> CountRow:
+        return CountRow(self, i)
+
+    def index(self, irq: int) -> int | None:
+        """The row of `irq`, or None."""
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self.irqs)}
+        return self._index.get(irq)
+
+    def same_layout(self, other: CountMatrix) -> bool:
+        """Same IRQs in the same rows and as many columns: rows can be subtracted."""
+        return self.irqs == other.irqs and self.values.shape == other.values.shape
+
+
+class CountRow(Sequence[int]):
+    """One IRQ's counts: a row of a `CountMatrix` that reads as a tuple of ints (equal to
+    the tuple of the same counts, hashable like it)."""
+
+    __slots__ = ("matrix", "i")
+
+    def __init__(self, matrix: CountMatrix, i: int) -> None:
+        self.matrix = matrix
+        self.i = i
+
+    @property
+    def array(self) -> np.ndarray:
+        return self.matrix.values[self.i]
+
+    def __len__(self) -> int:
+        return int(self.matrix.values.shape[1])
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> tuple[int, ...]: ...
+
+    def __getitem__(self, k: int | slice) -> int | tuple[int, ...]:
+        if isinstance(k, slice):
+            return tuple(self.array[k].tolist())
+        return int(self.array[k])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.array.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CountRow):
+            return other is self or self.array.tolist() == other.array.tolist()
+        if isinstance(other, (tuple, list)):
+            return self.array.tolist() == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.array.tolist()))
+
+    def __repr__(self) -> str:
+        return f"CountRow({tuple(self.array.tolist())!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (tuple(self.array.tolist()),))
+
+
+def matrix_of(rows: Sequence[object]) -> CountMatrix | None:
+    """The one matrix every row belongs to, or None (rows from elsewhere, or none)."""
+    got: CountMatrix | None = None
+    for r in rows:
+        if not isinstance(r, CountRow) or (got is not None and r.matrix is not got):
+            return None
+        got = r.matrix
+    return got
+
+
+def table_matrix(table: InterruptTable) -> CountMatrix | None:
+    """The count matrix of a table whose every counted IRQ is a row of it, in its order
+    (as the sysfs reader builds them); else None."""
+    irqs = table.irqs
+    if not irqs:
+        return None
+    got: CountMatrix | None = None
+    n = 0
+    for irq in irqs.values():
+        c = irq.counts
+        if c is None:
+            continue
+        if type(c) is not CountRow or (got is not None and c.matrix is not got):
+            return None
+        got = c.matrix
+        if got.irqs[c.i] != irq.irq:
+            return None
+        n += 1
+    return got if got is not None and n == len(got.irqs) else None

@@ -1,0 +1,101 @@
+"""The followed IRQs' counts as one matrix (nettop/model/counts.py) give exactly what the
+per-IRQ tuples gave: to every reader of a tuple, to the rates, the doctor and the codec."""
+
+import json
+import pickle
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from nettop.doctor.window import Window
+from nettop.model.counters import U32
+from nettop.model.counts import CountMatrix, CountRow, table_matrix
+from nettop.model.rates import compute_rates
+from nettop.model.snapshot import InterruptTable, Irq, Snapshot
+from nettop.model.timeline import Point
+from nettop.record import codec
+
+NAMES = ("eth0-TxRx-0", "eth0-TxRx-1", "eth0-TxRx-2", "eth1-rx-0")
+
+
+def _tables(cpus, rows):
+    """The same counts as a matrix table (the sysfs reader's) and as tuples."""
+    irqs = tuple(range(40, 40 + len(rows)))
+    m = CountMatrix(irqs, np.array(rows, dtype=np.uint32).reshape(len(rows), len(cpus)))
+    as_matrix = {irq: Irq(irq, "PCI-MSIX", f"{i}-edge", NAMES[i % 4], CountRow(m, i), sum(rows[i]))
+                 for i, irq in enumerate(irqs)}
+    as_tuples = {irq: Irq(irq, "PCI-MSIX", f"{i}-edge", NAMES[i % 4], tuple(rows[i]), sum(rows[i]))
+                 for i, irq in enumerate(irqs)}
+    return InterruptTable(cpus, as_matrix), InterruptTable(cpus, as_tuples)
+
+
+def _snap(t, table):
+    return Snapshot(t_mono=t, t_wall=1_700_000_000 + t, host="h", kernel="k",
+                    online_cpus=table.cpus, interrupts=table)
+
+
+def test_a_row_reads_as_the_tuple_of_its_counts():
+    m = CountMatrix((40, 41), np.array([[1, 2, 3], [4, 0, U32 - 1]], dtype=np.uint32))
+    row = CountRow(m, 1)
+    t = (4, 0, U32 - 1)
+    assert row == t and t == row and hash(row) == hash(t) and row != (4, 0)
+    assert list(row) == list(t) and len(row) == 3 and row[2] == U32 - 1 and row[-1] == U32 - 1
+    assert row[1:] == (0, U32 - 1) and sum(row) == sum(t) and max(row) == U32 - 1
+    assert all(type(v) is int for v in row) and type(row[0]) is int  # JSON and the codec take them
+    assert pickle.loads(pickle.dumps(row)) == t and repr(row) == f"CountRow({t!r})"
+    assert CountRow(m, 0) != row and CountRow(m, 1) == row
+    assert table_matrix(InterruptTable((0, 1, 2), {40: Irq(40, "c", "", "x", CountRow(m, 0)),
+                                                  41: Irq(41, "c", "", "y", row)})) is m
+    # a row in another place than its IRQ's number, or a table that mixes tuples: no matrix
+    assert table_matrix(InterruptTable((0, 1, 2), {41: Irq(41, "c", "", "x", CountRow(m, 0)),
+                                                  40: Irq(40, "c", "", "y", row)})) is None
+    assert table_matrix(InterruptTable((0, 1, 2), {40: Irq(40, "c", "", "x", CountRow(m, 0)),
+                                                  41: Irq(41, "c", "", "y", t)})) is None
+    try:
+        m.values[0, 0] = 9
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a snapshot's counts must be read-only")
+
+
+_COUNT = st.one_of(st.integers(0, U32 - 1), st.sampled_from([0, 1, 7, U32 - 1, U32 - 5, 3 << 30, 5]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 6), st.data(), st.floats(0.05, 50.0))
+def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, elapsed):
+    """Counts that stay, move, wrap near 2**32 or go back (a reset): the matrix path and
+    the per-IRQ path give the same rates, problems, and window figures, to the bit."""
+    cpus = tuple(range(0, 2 * ncpu, 2))  # CPU ids are not positions
+    a_rows = [data.draw(st.lists(_COUNT, min_size=ncpu, max_size=ncpu)) for _ in range(nirq)]
+    b_rows = [[x if data.draw(st.booleans()) else data.draw(_COUNT) for x in row] for row in a_rows]
+    am, at = _tables(cpus, a_rows)
+    bm, bt = _tables(cpus, b_rows)
+    assert table_matrix(am) is not None and table_matrix(at) is None
+    rm = compute_rates(_snap(0.0, am), _snap(elapsed, bm))
+    rt = compute_rates(_snap(0.0, at), _snap(elapsed, bt))
+    assert rm.problems == rt.problems
+    assert rm.irqs.keys() == rt.irqs.keys()
+    for irq, x in rm.irqs.items():
+        y = rt.irqs[irq]
+        assert (x.per_s, x.presence, x.reset) == (y.per_s, y.presence, y.reset), irq
+        assert dict(x.per_cpu_per_s.items()) == dict(y.per_cpu_per_s.items())
+    wm = Window([Point(_snap(0.0, am), None), Point(_snap(elapsed, bm), None)], window_s=100.0)
+    wt = Window([Point(_snap(0.0, at), None), Point(_snap(elapsed, bt), None)], window_s=100.0)
+    assert wm._irq_matrix() is not None and wt._irq_matrix() is None
+    for irq in am.irqs:
+        assert wm.irq_counts(irq) == wt.irq_counts(irq)
+        assert wm.irq_peak(irq) == wt.irq_peak(irq)
+    some = list(am.irqs)[::2] + [999]  # and an IRQ neither has
+    assert wm.irq_sum(some) == wt.irq_sum(some) and wm.irq_sum([999]) is None
+
+
+def test_the_codec_stores_a_row_as_the_tuple_and_reads_back_equal():
+    cpus = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+    rows = [[i * 10 + c for c in range(10)] for i in range(3)]
+    m, t = _tables(cpus, rows)
+    sm, st_ = codec.split(_snap(1.0, m)), codec.split(_snap(1.0, t))
+    assert sm == st_
+    back = codec.join(json.loads(sm[0]), sm[1], sm[2])
+    assert back == _snap(1.0, m) == _snap(1.0, t)
