@@ -323,11 +323,11 @@ class DrawingMixin(_AppBase):
         qt = self.query_one(QdiscTable)
         rows = model.qdisc_rows(point, names)
         qt.widen("if", label_width((r.ifname for r in rows), 10))
-        qt.sync([(r.key, QdiscTable.cells(r)) for r in rows])
+        qt.sync_visible([(r.key, partial(QdiscTable.cells, r)) for r in rows])  # mq: a child per queue
         brows = model.bql_rows(point.snapshot, names)
         bt = self.query_one(BqlTable)
         bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14))
-        bt.sync([(r.key, BqlTable.cells(r)) for r in brows])
+        bt.sync_visible([(r.key, partial(BqlTable.cells, r)) for r in brows])
 
     def _draw_latency(self, point: Point) -> None:
         series = model.latency_series_of(self.source.timeline, self.window_s)
