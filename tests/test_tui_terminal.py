@@ -108,3 +108,30 @@ def test_steady_state_output_is_a_small_part_of_a_full_screen():
     per_tick = sum(map(len, steady)) / 10
     assert first_screen > 8000  # a 120x40 screen of tables and a chart
     assert 0 < per_tick < first_screen / 5, (per_tick, first_screen)
+
+
+def test_a_terminal_that_goes_away_without_a_hangup_ends_the_live_view():
+    """The pty closes and no SIGHUP comes (nettop in a session of its own, as under nohup):
+    Textual's input thread would spin on the end of input at a whole CPU for ever, and
+    SIGTERM could not end it (its shutdown blocked on a dead writer). nettop notices within
+    a second and ends as on a hang-up; SIGTERM always ends it."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-m", "nettop.cli", "-i", "0.2", "--iface", "lo"], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    got = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"NET_RX" not in got and b"softirq" not in got and time.monotonic() < deadline:
+            got += os.read(master, 65536)  # until the first screen is drawn
+        os.close(master)
+        master = -1
+        assert proc.wait(15) == 128 + 1  # SIGHUP's exit
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

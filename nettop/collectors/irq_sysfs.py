@@ -99,6 +99,8 @@ class SysfsIrqReader:
         self._last: dict[int, tuple[str, str, tuple[int, int]]] = {}
         self._rows: tuple[int, ...] = ()  # the followed IRQs, in `_m`'s rows
         self._m: Any = None  # their counts on every possible CPU (numpy, made on the first tick)
+        self._cols: list[int] | None = None  # the online CPUs' columns of the last table
+        self._counted_bare: dict[int, Irq] | None = None  # the names the last table's Irqs took
 
     def read(self, root: SysRoot, online: Sequence[int], want: Want,
              full: bool = False) -> InterruptTable | None:
@@ -198,16 +200,18 @@ class SysfsIrqReader:
 
     def _recheck(self, base: str) -> bool:
         """Read the followed IRQs' actions again; True when one changed."""
-        changed = False
+        bare = dict(self._bare)  # a new dict when one changed: the last table's Irqs took the old names
         for irq in list(self._paths):
             got = _meta(base, irq)
-            if got != self._bare.get(irq):
-                changed = True
+            if got != bare.get(irq):
                 if got is None:
-                    self._bare.pop(irq, None)
+                    bare.pop(irq, None)
                 else:
-                    self._bare[irq] = got
-        return changed
+                    bare[irq] = got
+        if bare == self._bare:
+            return False
+        self._bare = bare
+        return True
 
     def _follow(self, want: Want) -> None:
         self._want = want
@@ -247,6 +251,7 @@ class SysfsIrqReader:
             prev = last.get(irq)
             if prev is not None and prev[0] == text:
                 continue
+            self._counted_bare = None  # a row moves: the table is made anew, even after a refusal
             if not text.endswith("\n"):
                 self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
                                         "PAGE_SIZE (too many CPUs for one page)")
@@ -270,15 +275,20 @@ class SysfsIrqReader:
                 self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                 return None
             last[irq] = (text, body, hint)
-        # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
-        matrix = CountMatrix(rows, m.copy() if cols is None else m[:, cols])
-        totals = matrix.values.sum(axis=1, dtype=np.uint64).tolist()
         irqs = dict(self._bare)
-        counted: dict[int, Irq] = {}
-        bare = self._bare
-        for i, irq in enumerate(rows):
-            info = bare[irq]
-            irqs[irq] = counted[irq] = Irq(irq, info.chip, info.hwirq, info.name, CountRow(matrix, i), totals[i])
+        if self._counted_bare is not self._bare or cols != self._cols:
+            # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
+            matrix = CountMatrix(rows, m.copy() if cols is None else m[:, cols])
+            totals = matrix.values.sum(axis=1, dtype=np.uint64).tolist()
+            counted: dict[int, Irq] = {}
+            bare = self._bare
+            for i, irq in enumerate(rows):
+                info = bare[irq]
+                counted[irq] = Irq(irq, info.chip, info.hwirq, info.name, CountRow(matrix, i), totals[i])
+            self._cols, self._counted_bare = cols, self._bare
+        else:  # no count moved: the last tick's matrix and Irqs, as a quiet host has
+            counted = self.counted
+        irqs.update(counted)
         self.fallback_reason = None
         self.counted = counted
         return InterruptTable(tuple(online), irqs)

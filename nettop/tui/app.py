@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import os
 
+import select
+import signal
+import sys
 from pathlib import Path
-from typing import Any, ClassVar, Iterable
+from typing import IO, Any, ClassVar, Iterable
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -69,6 +72,22 @@ def next_interval(current: float, direction: int) -> float:
         return bigger[0] if bigger else INTERVAL_STEPS[-1]
     smaller = [s for s in INTERVAL_STEPS if s < current - 1e-9]
     return smaller[-1] if smaller else INTERVAL_STEPS[0]
+
+
+TERMINAL_CHECK_S = 1.0  # how often the live view asks whether its terminal is still there
+
+
+def terminal_gone(stream: IO[str] | None) -> bool:
+    """Whether the terminal behind `stream` hung up (its pty's other side closed)."""
+    try:
+        fd = stream.fileno() if stream is not None else -1
+    except (OSError, ValueError):
+        return False
+    if fd < 0:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poller.poll(0))
 
 
 class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKeysMixin, RecordKeysMixin, App[None]):
@@ -186,6 +205,16 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self.query_one("#queues-table").focus()
         self._apply_layout()
         self.source.start(self._wake)
+        if not self.is_headless:
+            self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
+
+    def _check_terminal(self) -> None:
+        """The terminal went away and no SIGHUP came (nettop in a session of its own, or
+        under nohup, when the pty closed): Textual's input thread then spins on the end of
+        input at a whole CPU while nothing can be shown, for ever. That is a hang-up: the
+        SIGHUP handler (install_hangup) reverts what must be reverted and ends nettop."""
+        if terminal_gone(sys.__stdin__):
+            os.kill(os.getpid(), signal.SIGHUP)
 
     def on_resize(self, event: events.Resize) -> None:
         diff = getattr(self._driver, "screen_diff", None)

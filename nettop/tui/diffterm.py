@@ -179,6 +179,12 @@ def diffing_driver(no_color: bool = False) -> type[Driver]:
             self.screen_diff = ScreenDiff(strip_colour=no_color)
 
         def write(self, data: str) -> None:
+            writer = getattr(self, "_writer_thread", None)
+            if writer is not None and not writer.is_alive():
+                # the terminal went away (the writer thread died on EIO): Textual's writer
+                # queue would fill and block the app's shutdown for ever, leaving the
+                # sampler running with no screen (seen after a pty closed)
+                return
             filtered = self.screen_diff.feed(data)
             if filtered:
                 super().write(filtered)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from typing import TYPE_CHECKING, Iterator
 
@@ -36,6 +37,7 @@ TRIAL_BINDINGS = [
 ]
 TRIAL_ACTIONS = frozenset({"trial_keep"})
 SHOW_ENDED_S = 30.0  # how long the bar says what became of a trial
+EXIT_GRACE_S = 5.0  # after SIGTERM, the screen closes within this or the process ends anyway
 
 
 class TrialMixin(TuningMixin):
@@ -134,6 +136,9 @@ def install_hangup(app: App[None], tuner: Tuner | None) -> None:
     def after(signum: int) -> None:
         if signum == signal.SIGTERM:
             app.exit(return_code=128 + signum)
+            # the screen gets EXIT_GRACE_S to close; a shutdown that cannot finish (a
+            # terminal that went away mid-write) must not outlive a SIGTERM
+            threading.Timer(EXIT_GRACE_S, os._exit, (128 + signum,)).start()
         else:
             os._exit(128 + signum)
 
