@@ -81,6 +81,7 @@ def watch(trace: Trace, argv: list[str], env_extra: dict[str, str], minutes: int
            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **env_extra}
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=env_extra.get("PYTHONPATH"),
                             start_new_session=True, close_fds=True)
+    CHILDREN.append(proc)
     os.close(slave)
     PtyReader(master).start()
     ps = psutil.Process(proc.pid)
@@ -164,6 +165,7 @@ def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float,
     generate_tree(dest, cpus=cpus, irqs=irqs, queues=queues)
     gen = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "treegen.py"), str(dest), "--cpus", str(cpus),
                             "--irqs", str(irqs), "--queues", str(queues), "--advance", "1"])
+    CHILDREN.append(gen)
     try:
         watch(trace, [*argv, "--root", str(dest)], env, minutes, every, warmup, out)
     finally:
@@ -185,7 +187,25 @@ def report(t: Trace, every: float) -> str:
     return line + (f"  [{t.error}]" if t.error else "")
 
 
+CHILDREN: list[subprocess.Popen] = []  # every nettop and tree generator started
+
+
+def _end_children(signum: int, _frame: object) -> None:
+    """Killed (SIGTERM, Ctrl-C): take the nettops and tree generators along. Each nettop
+    leads its own session, so a killed benchmark left them running for good (and a tree
+    generator using a quarter of a CPU)."""
+    for p in CHILDREN:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                p.kill()
+    os._exit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _end_children)
+    signal.signal(signal.SIGINT, _end_children)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minutes", type=int, default=60)
     ap.add_argument("--every", type=float, default=60.0, help="seconds between RSS lines (default: a minute)")
