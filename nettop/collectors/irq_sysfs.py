@@ -91,7 +91,6 @@ class SysfsIrqReader:
         self._bare: dict[int, Irq] = {}  # every IRQ with an action, counts None
         self._possible: tuple[int, ...] = ()
         self._want: Want | None = None
-        self._online: tuple[int, ...] = ()
         self._refused: tuple[str, int] | None = None  # (directory, link count) that failed
         self._paths: dict[int, str] = {}  # followed IRQ -> its per_cpu_count path
         # followed IRQ -> (raw text, without its newline, where the line changed: common
@@ -227,8 +226,6 @@ class SysfsIrqReader:
     def _counts(self, online: Sequence[int]) -> InterruptTable | None:
         possible = self._possible
         n = len(possible)
-        if tuple(online) != self._online:
-            self._online = tuple(online)
         cols: list[int] | None = None
         if tuple(online) != possible:
             index = {c: i for i, c in enumerate(possible)}

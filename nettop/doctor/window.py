@@ -9,10 +9,10 @@ backwards are judged by `model.counters.delta` (wrap or reset) as the rates are.
 from __future__ import annotations
 
 import operator
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from nettop.model.counters import U32, U64, delta
-from nettop.model.counts import numpy, table_matrix
+from nettop.model.counts import CountMatrix, numpy, table_matrix
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event, Point
 from nettop.ping.stats import LatencyStats
@@ -47,8 +47,9 @@ class Window:
         self._softnet: dict[int, tuple[float, float, float, float]] | None = None
         self._net_rx: dict[int, float] | None = None
         self._irq_counts: dict[int, list[int] | None] = {}
-        self._irq_m: list | None = None
+        self._irq_m: tuple[CountMatrix, Any] | None = None  # see _irq_matrix
         self._irq_m_done = False
+        self._irq_peaks: tuple[list[int], list[int]] | None = None  # rows' totals and argmax
 
     @property
     def has_rates(self) -> bool:
@@ -125,7 +126,7 @@ class Window:
         out: list[int] | None = None
         m = self._irq_matrix()
         if m is not None:
-            row = m[0].get(irq)
+            row = m[0].index(irq)
             if row is not None:
                 out = m[1][row].tolist()
                 self._irq_counts[irq] = out
@@ -148,7 +149,7 @@ class Window:
         rows: list[int] = []
         acc: list[int] | None = None
         for irq in irqs:
-            row = m[0].get(irq) if m is not None else None
+            row = m[0].index(irq) if m is not None else None
             if row is not None:
                 rows.append(row)
                 continue
@@ -164,27 +165,27 @@ class Window:
         """(all interrupts of one IRQ over the window, the index in `cpus` where most
         landed), or None when unknown."""
         m = self._irq_matrix()
-        row = m[0].get(irq) if m is not None else None
+        row = m[0].index(irq) if m is not None else None
         if m is not None and row is not None:
             if not m[1].shape[1]:
                 return None  # no CPU columns: as an empty list below
-            if m[2] is None:
-                m[2] = (m[1].sum(axis=1).tolist(), m[1].argmax(axis=1).tolist())
-            totals, peaks = m[2]
+            if self._irq_peaks is None:
+                self._irq_peaks = (m[1].sum(axis=1).tolist(), m[1].argmax(axis=1).tolist())
+            totals, peaks = self._irq_peaks
             return totals[row], peaks[row]
         d = self.irq_counts(irq)
         if not d:
             return None
         return sum(d), d.index(max(d))
 
-    def _irq_matrix(self) -> list | None:
-        """[row of each IRQ, the window's per-CPU interrupts (int64, one row per IRQ), the
-        rows' totals and peaks once asked] when both samples' counts are one count matrix
-        each, of the same IRQs and CPUs (model/counts.py); else None (per-IRQ lists)."""
+    def _irq_matrix(self) -> tuple[CountMatrix, Any] | None:
+        """(the last sample's count matrix, whose `index` gives an IRQ's row; the window's
+        per-CPU interrupts, int64, in its rows) when both samples' counts are one count
+        matrix each, of the same IRQs and CPUs (model/counts.py); else None (per-IRQ lists)."""
         if self._irq_m_done:
             return self._irq_m
         self._irq_m_done = True
-        got = None
+        got: tuple[CountMatrix, Any] | None = None
         a, b = self.first.interrupts, self.last.interrupts
         ma, mb = table_matrix(a), table_matrix(b)
         if (ma is not None and mb is not None and ma.same_layout(mb) and a.cpus == b.cpus
@@ -198,7 +199,7 @@ class Window:
                 d[wrap] += U32
                 reset = back & ~wrap
                 d[reset] = mb.values[reset]
-            got = [{irq: i for i, irq in enumerate(mb.irqs)}, d, None]
+            got = (mb, d)
         self._irq_m = got
         return got
 

@@ -47,9 +47,6 @@ class CountMatrix:
         self.values = values
         self._index: dict[int, int] | None = None
 
-    def row(self, i: int) -> CountRow:
-        return CountRow(self, i)
-
     def index(self, irq: int) -> int | None:
         """The row of `irq`, or None."""
         if self._index is None:
@@ -107,16 +104,6 @@ class CountRow(Sequence[int]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (tuple, (tuple(self.array.tolist()),))
-
-
-def matrix_of(rows: Sequence[object]) -> CountMatrix | None:
-    """The one matrix every row belongs to, or None (rows from elsewhere, or none)."""
-    got: CountMatrix | None = None
-    for r in rows:
-        if not isinstance(r, CountRow) or (got is not None and r.matrix is not got):
-            return None
-        got = r.matrix
-    return got
 
 
 def table_matrix(table: InterruptTable) -> CountMatrix | None:
