@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from nettop.collectors.host import HostReader
 from nettop.ebpf.sample import DropCounts, EbpfSample, NapiCounts, ProbeCost
 from nettop.ping.stats import summarize
+from nettop.model.counts import CountMatrix, CountRow, numpy
 from nettop.model.problems import Problem
+from nettop.model.snapshot import CpuTimes, Irq, InterruptTable, SoftnetRow
 from nettop.record import codec
 from nettop.record.recorder import parse_duration, parse_size
 from nettop.record.store import Reader, RecordingError, Writer
@@ -212,32 +214,39 @@ small_ints = st.lists(st.one_of(st.integers(-SMALL, SMALL),
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.integers(-(2 ** 63), 2 ** 63 - 1),
                           st.sampled_from([2 ** 61 - 1, 2 ** 61, -(2 ** 61), -(2 ** 61) - 1, 0, -1])), max_size=50))
-def test_small_says_whether_every_value_is_in_the_lanes_safe_range(values):
-    assert codec.small(codec.lanes(values), len(values)) == all(-(2 ** 61) <= x < 2 ** 61 for x in values)
+def test_small_vector_says_whether_every_value_is_in_the_safe_range(values):
+    np = numpy()
+    assert codec.small_vector(np.array(values, dtype=np.int64)) == all(-(2 ** 61) <= x < 2 ** 61 for x in values)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
-def test_pack_lanes_gives_pack_ints_bytes_for_every_prediction(data):
-    """The Writer packs small vectors with big-int lane arithmetic (codec.pack_lanes);
-    a reader only knows pack_ints' layout, so both must give the very same bytes."""
+def test_pack_diffs_gives_pack_ints_bytes_for_every_prediction(data):
+    """The Writer packs small vectors with numpy (codec.pack_diffs); a reader only knows
+    pack_ints' layout, so both must give the very same bytes, and the array order is
+    the list order."""
+    np = numpy()
     c = data.draw(small_ints)
     n = len(c)
     b = data.draw(st.lists(st.integers(-SMALL, SMALL), min_size=n, max_size=n))
     a = data.draw(st.lists(st.integers(-SMALL, SMALL), min_size=n, max_size=n))
-    assert codec.pack_lanes(codec.lanes(c), n) == codec.pack_ints(c)
-    assert codec.pack_lanes(codec.lanes(c), n, codec.lanes(b)) == codec.pack_ints(c, b)
+    vc, vb, va = (np.array(x, dtype=np.int64) for x in (c, b, a))
+    assert codec.pack_diffs(vc) == codec.pack_ints(c)
+    assert codec.pack_diffs(vc - vb) == codec.pack_ints(c, b)
     order = codec.Order.between(a, b, by_size=True)
-    fwd = order.fwd or (lambda xs: xs)
-    blob = codec.pack_lanes(codec.lanes(fwd(c)), n, codec.lanes(fwd(b)), codec.lanes(fwd(a)))
+    assert codec.Order.between_arrays(va, vb)._moved == order._moved
+    d = vc - 2 * vb + va
+    blob = codec.pack_diffs(d[order.perm()] if order.fwd is not None else d)
     assert blob == codec.pack_ints(c, b, a, order)
     assert codec.unpack_ints(blob, b, a, order) == c
+    if order.fwd is not None:
+        assert d[order.perm()].tolist() == list(order.fwd(d.tolist()))
 
 
-def test_the_writer_packs_lanes_and_lists_alike_across_big_values(two_reads, tmp_path, monkeypatch):
+def test_the_writer_packs_arrays_and_lists_alike_across_big_values(two_reads, tmp_path, monkeypatch):
     """A run of samples whose values leave the lanes' safe range (2**62: fits 64 bits but
     not `SMALL`; 2**64: does not fit, a key) and come back: every sample reads back
-    exactly, and the blobs equal those of a Writer that never uses lanes."""
+    exactly, and the blobs equal those of a Writer that never uses numpy."""
     _, b = two_reads
     xs = [5, 9, 2 ** 62, 15, 20, 26, 2 ** 64, 30, 31, 33, -2 ** 62, 40, 41, 42, 43, 44, 45]
     snaps = [dataclasses.replace(b, online_cpus=(0, x, k, 3 * k * k), t_mono=b.t_mono + k)
@@ -252,11 +261,107 @@ def test_the_writer_packs_lanes_and_lists_alike_across_big_values(two_reads, tmp
             return db.execute("SELECT seq, pred, ints FROM sample ORDER BY seq").fetchall()
 
     used = []
-    pack_lanes = codec.pack_lanes
-    monkeypatch.setattr(codec, "pack_lanes", lambda *a: used.append(len(a)) or pack_lanes(*a))
-    lanes = write(tmp_path / "lanes.nettop")
-    assert set(used) == {2, 3, 4} and len(used) < len(xs)  # keys, pred 1, pred 2; lists where big
-    assert list(Reader(str(tmp_path / "lanes.nettop")).snapshots()) == snaps
-    assert {pred for _, pred, _ in lanes} == {0, 1, 2}
-    monkeypatch.setattr(codec, "small", lambda v, n: False)  # every sample takes pack_ints
-    assert write(tmp_path / "lists.nettop") == lanes
+    pack_diffs = codec.pack_diffs
+    monkeypatch.setattr(codec, "pack_diffs", lambda d: used.append(len(d)) or pack_diffs(d))
+    arrays = write(tmp_path / "arrays.nettop")
+    assert 0 < len(used) < len(xs)  # keys, pred 1, pred 2; lists where big
+    assert list(Reader(str(tmp_path / "arrays.nettop")).snapshots()) == snaps
+    assert {pred for _, pred, _ in arrays} == {0, 1, 2}
+    used.clear()
+    monkeypatch.setattr(codec, "small_vector", lambda v: False)  # every sample takes pack_ints
+    assert write(tmp_path / "lists.nettop") == arrays
+    assert not used
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2 ** 32 - 1), min_size=0, max_size=6), min_size=0, max_size=5),
+       st.integers(0, 2 ** 64))
+def test_split_parts_keeps_the_count_rows_in_their_place(rows, big):
+    """The Writer's vector (count rows left as arrays) is `split`'s, in the same order,
+    for any number of IRQs, rows of 0 or 1 CPU, and a value beyond 64 bits elsewhere
+    (then there is no array, and the lists are still right)."""
+    np = numpy()
+    width = len(rows[0]) if rows else 0
+    rows = [r[:width] + [7] * (width - len(r)) for r in rows]
+    m = CountMatrix(tuple(range(40, 40 + len(rows))), np.array(rows, dtype=np.uint32).reshape(len(rows), width))
+    irqs = {40 + i: Irq(40 + i, "PCI-MSIX", str(i), f"q{i}", CountRow(m, i), sum(r) + i) for i, r in enumerate(rows)}
+    table = InterruptTable(tuple(range(width)), irqs, {"LOC": (big, 3)})
+    sk, ints, floats = codec.split(table)
+    parts = codec.IntParts()
+    assert codec.skeleton_text(codec._enc(table, parts, [])) == sk
+    assert parts.ints() == ints and len(parts.rows) == len(rows)
+    vec = parts.array()
+    if big < 2 ** 63:
+        assert vec is not None and vec.dtype == np.int64 and vec.tolist() == ints
+    else:
+        assert vec is None
+
+
+def test_split_parts_walks_a_kept_setting_once_and_gives_splits_skeleton(two_reads):
+    """The Writer's walk reuses the encoding of a setting object the last sample held too
+    (IntParts.remembered) and takes per-CPU tables in one pass (_int_table): the
+    skeleton and the values are still exactly `split`'s, sample after sample, and an
+    object that only looks like last sample's (equal, not the same) is walked again."""
+    a, b = two_reads
+    seen: dict = {}
+    for snap in (a, b, b, dataclasses.replace(b, t_mono=b.t_mono + 1)):
+        sk, ints, floats = codec.split(snap)
+        tree, parts, parts_floats = codec.split_parts(snap, seen)
+        assert (codec.skeleton_text(tree), parts.ints(), parts_floats) == (sk, ints, floats)
+        seen = parts.kept
+    kept = {type(hit[0]).__name__ for hit in seen.values()}
+    assert seen and kept <= {"QueueConfig", "BqlState", "IrqAffinity", "QueueIrqs", "QueueMap"}
+    # a table with a None field, or of two classes, is walked value by value
+    softnet = dict(b.softnet)
+    first = next(iter(softnet))
+    odd = dataclasses.replace(b, softnet={**softnet, first: dataclasses.replace(softnet[first], backlog=None)},
+                              cpu_times={**b.cpu_times, 10 ** 6: b.softnet[first]} if len(b.cpu_times) > 8 else b.cpu_times)
+    sk, ints, floats = codec.split(odd)
+    tree, parts, parts_floats = codec.split_parts(odd, seen)
+    assert (codec.skeleton_text(tree), parts.ints(), parts_floats) == (sk, ints, floats)
+    assert codec.join(json.loads(sk), ints, floats) == odd
+
+
+def test_int_table_is_the_walk_of_each_value():
+    """Per-CPU tables in one pass: the same skeleton and ints as `_enc` value by value,
+    or None (nothing taken) when a column is not all ints or all one literal."""
+    times = {cpu: CpuTimes(cpu, cpu * 3, 1, 2, 3, 4, 5, 6, 7) for cpu in range(12)}
+    softnet = {cpu: SoftnetRow(cpu, cpu * 3, 1, 2, 0, 0, 5 if cpu % 2 else 9) for cpu in range(12)}
+    mixed_none = {**softnet, 4: SoftnetRow(4, 1, 1, 2, 0, 0, None)}
+    mixed_bool = {**softnet, 4: SoftnetRow(4, 1, 1, 2, 0, 0, 5, True)}
+    two_classes = {**times, 3: softnet[3]}
+    all_none = {cpu: SoftnetRow(cpu, 1, 1, 2, 0, 0, None, True) for cpu in range(12)}
+    for table, fast_path in ((times, True), (softnet, True), (all_none, True), (mixed_none, False),
+                             (mixed_bool, False), (two_classes, False)):
+        ints, one = [], []
+        fast = codec._int_table(list(table.values()), ints)
+        slow = [codec._enc(v, one, []) for v in table.values()]
+        if fast_path:
+            assert fast == slow and ints == one
+            assert json.dumps(fast) == json.dumps(slow)
+        else:
+            assert fast is None and ints == []
+
+
+@pytest.mark.parametrize("a, b", [(0, 0.0), (0, False), (1, True), (1.0, True), ("0", 0), (None, [])])
+def test_shape_tells_apart_what_equality_does_not(a, b):
+    """The Writer reuses a skeleton's JSON while the tree's fingerprint is the same, so
+    two trees that compare equal but dump differently (0 and 0.0 and False) must differ."""
+    ta, tb = {"k": [1, 2], "v": [{"c": "X", "f": [a, "s"]}]}, {"k": [1, 2], "v": [{"c": "X", "f": [b, "s"]}]}
+    assert codec.skeleton_text(ta) != codec.skeleton_text(tb)
+    assert codec.shape(ta) != codec.shape(tb)
+    assert codec.shape(ta) == codec.shape({"k": [1, 2], "v": [{"c": "X", "f": [a, "s"]}]})
+
+
+def test_the_writer_stores_a_changed_skeleton_even_when_it_compares_equal(two_reads, tmp_path):
+    """A counter that turns from an int into a float (or a bool) with the rest unchanged
+    gives a tree equal by `==`; the Writer must still store the new skeleton."""
+    _, b = two_reads
+    snaps = [dataclasses.replace(b, t_mono=b.t_mono + k, uptime_s=v) for k, v in enumerate((5.0, 6.0, 7, 8, 9.5))]
+    path = tmp_path / "r.nettop"
+    w = Writer(str(path), {"host": "h"})
+    for s in snaps:
+        w.add_sample(s)
+    w.close()
+    back = list(Reader(str(path)).snapshots())
+    assert back == snaps and [type(s.uptime_s) for s in back] == [float, float, int, int, float]

@@ -21,6 +21,7 @@ import array
 import dataclasses
 import functools
 import json
+import marshal
 import operator
 import struct
 import sys
@@ -37,7 +38,7 @@ import enum
 import types
 
 from nettop.model import snapshot as S
-from nettop.model.counts import CountRow
+from nettop.model.counts import CountRow, numpy
 from nettop.ebpf import sample as E
 from nettop.ping.stats import LatencyStats
 from nettop.model.problems import Problem
@@ -118,6 +119,112 @@ def split(snap: S.Snapshot) -> tuple[str, list[int], list[float]]:
     return json.dumps(tree, separators=(",", ":")), ints, floats
 
 
+class IntParts(list):
+    """`split_parts`' int vector: the walk's ints, but each IRQ's `CountRow` in its place
+    as one element (its numpy row, not ~1,000 Python ints), `rows` their positions.
+
+    At 1,024 CPUs the count rows are ~530,000 of a sample's ~560,000 ints; turning them
+    into Python ints and back into an array cost the recorder ~25 ms a sample."""
+
+    __slots__ = ("rows", "seen", "kept")
+
+    def __init__(self, seen: dict[int, tuple] | None = None) -> None:
+        super().__init__()
+        self.rows: list[int] = []
+        self.seen = seen or {}  # id -> (object, skeleton, ints, floats) of the last sample
+        self.kept: dict[int, tuple] = {}  # the same, of this sample: the next one's `seen`
+
+    def remembered(self, obj: Any, floats: list[float]) -> Any:
+        """`_enc` of a setting object (_REMEMBERED) that the last sample held too: the
+        collectors hand the same frozen object on until they read the setting again, so
+        its skeleton and values are those of last time. ~2,500 of them at 1,024 CPUs
+        (queue configs, BQL, affinities, queue IRQs) were a third of the walk."""
+        hit = self.seen.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            self.extend(hit[2])
+            floats.extend(hit[3])
+        else:
+            n_ints, n_floats, n_rows = len(self), len(floats), len(self.rows)
+            t = type(obj)
+            piece = {"c": _NAMES[t], "f": _enc_items(_GETTERS[t](obj), self, floats)}
+            if len(self.rows) != n_rows:  # holds a count row: not kept (none of _REMEMBERED does)
+                return piece
+            hit = (obj, piece, tuple(self[n_ints:]), tuple(floats[n_floats:]))
+        self.kept[id(obj)] = hit
+        return hit[1]
+
+    def ints(self) -> list[int]:
+        """The vector as `split` gives it."""
+        if not self.rows:
+            return list(self)
+        out: list[int] = []
+        start = 0
+        for pos in self.rows:
+            out.extend(self[start:pos])
+            out.extend(self[pos].array.tolist())
+            start = pos + 1
+        out.extend(self[start:])
+        return out
+
+    def array(self) -> Any:
+        """The vector as a numpy int64 array, or None when a value does not fit 64 bits
+        signed (then it can only be stored as lists, `pack_ints`)."""
+        np = numpy()
+        rows = self.rows
+        start, plain = 0, []
+        for pos in rows:
+            plain.append(self[start:pos])
+            start = pos + 1
+        plain.append(self[start:])
+        try:
+            flat = np.array(list(chain.from_iterable(plain)), dtype=np.int64)
+        except OverflowError:
+            return None
+        if not rows:
+            return flat
+        arrays = [self[pos].array for pos in rows]
+        out = np.empty(len(flat) + sum(len(a) for a in arrays), dtype=np.int64)
+        at = taken = 0
+        for part, row in zip(plain, arrays):
+            k = len(part)
+            out[at:at + k] = flat[taken:taken + k]
+            at, taken = at + k, taken + k
+            out[at:at + len(row)] = row
+            at += len(row)
+        out[at:] = flat[taken:]
+        return out
+
+
+# Settings the collectors keep as the same object from tick to tick until they read
+# them again (settings_rotation, queue IRQs): IntParts.remembered.
+_REMEMBERED = frozenset((S.QueueConfig, S.BqlState, S.IrqAffinity, S.QueueIrqs, S.QueueMap))
+
+
+def split_parts(snap: S.Snapshot, seen: dict[int, tuple] | None = None) -> tuple[Any, IntParts, list[float]]:
+    """`split`, with the count rows left as arrays (IntParts) and the skeleton as its
+    tree (`skeleton_text` makes the JSON): what the Writer takes. `seen`: the last
+    sample's `IntParts.kept`, whose objects need no walk again."""
+    ints = IntParts(seen)
+    floats: list[float] = []
+    return _enc(snap, ints, floats), ints, floats
+
+
+def skeleton_text(tree: Any) -> str:
+    """The skeleton's JSON, as `split` gives it."""
+    return json.dumps(tree, separators=(",", ":"))
+
+
+def shape(tree: Any) -> bytes | None:
+    """A fingerprint of a skeleton tree: equal fingerprints are equal JSON. marshal keeps
+    every type apart (0, 0.0 and False, which `==` does not) and is ~10x faster than
+    the JSON at 1,024 CPUs (0.6 against 6-7 ms a sample); shared sub-trees may make two
+    equal trees differ, which only costs the JSON. None when marshal cannot take it."""
+    try:
+        return marshal.dumps(tree)
+    except ValueError:
+        return None
+
+
 def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
     """The skeleton of `obj`, appending its counters to `ints` and `floats`.
 
@@ -137,13 +244,21 @@ def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
     if t is tuple:
         return _enc_items(obj, ints, floats)
     if t is CountRow:  # an IRQ's counts from the sysfs reader: stored as the tuple it reads as
-        vals = obj.array.tolist()
-        ints.extend(vals)
-        return {"n": len(vals)} if len(vals) >= 2 else [0] * len(vals)
+        if type(ints) is IntParts:  # kept as its array (split_parts)
+            ints.rows.append(len(ints))
+            ints.append(obj)
+            n = len(obj)
+        else:
+            vals = obj.array.tolist()
+            ints.extend(vals)
+            n = len(vals)
+        return {"n": n} if n >= 2 else [0] * n
     if t is str or obj is None or t is bool:
         return obj
     get = _GETTERS.get(t)
     if get is not None:
+        if t in _REMEMBERED and type(ints) is IntParts:
+            return ints.remembered(obj, floats)
         return {"c": _NAMES[t], "f": _enc_items(get(obj), ints, floats)}
     return _enc_other(obj, ints, floats)
 
@@ -165,6 +280,40 @@ def _enc_items(values: tuple, ints: list[int], floats: list[float]) -> Any:
 
 
 _INT_ONLY = {int}
+
+
+def _int_table(values: list[Any], ints: list[int]) -> list[Any] | None:
+    """The skeletons of a mapping's values when they are all one dataclass whose fields
+    are, column by column, all plain ints or all one None/bool (a per-CPU table:
+    /proc/stat, softnet, softirqs), their ints appended in a few C-level passes; None
+    (nothing appended) otherwise. The skeleton is what `_enc` gives each of them.
+    3,072 such rows at 1,024 CPUs, ~3 us each through `_enc`."""
+    t = type(values[0])
+    get = _GETTERS.get(t)
+    if get is None or t in _REMEMBERED or set(map(type, values)) != {t}:
+        return None
+    rows = list(map(get, values))
+    if len(set(map(len, rows))) != 1:
+        return None
+    skeleton: list[Any] = []
+    for column in zip(*rows):
+        kinds = set(map(type, column))
+        if kinds == _INT_ONLY:
+            skeleton.append(0)
+        elif len(kinds) == 1 and (column[0] is None or type(column[0]) is bool) and len(set(column)) == 1:
+            skeleton.append(column[0])  # literal in the skeleton, the same in every row
+        else:
+            return None
+    n = len(skeleton)
+    if all(v == 0 and type(v) is int for v in skeleton):
+        ints.extend(chain.from_iterable(rows))
+        return [{"c": _NAMES[t], "f": {"n": n} if n >= 2 else [0] * n}] * len(values)
+    taken = [k for k, v in enumerate(skeleton) if type(v) is int]
+    if not taken:
+        return [{"c": _NAMES[t], "f": skeleton}] * len(values)
+    pick = operator.itemgetter(*taken)
+    ints.extend(chain.from_iterable(map(pick, rows)) if len(taken) > 1 else map(pick, rows))
+    return [{"c": _NAMES[t], "f": skeleton}] * len(values)
 
 
 def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
@@ -193,7 +342,9 @@ def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
         return {"c": _NAMES[cls], "f": [_enc(getattr(obj, n), ints, floats) for n in names]}
     if hasattr(obj, "items"):
         keys = list(obj.keys())
-        return {"k": keys, "v": [_enc(obj[k], ints, floats) for k in keys]}
+        values = [obj[k] for k in keys]
+        table = _int_table(values, ints) if len(values) > 8 else None
+        return {"k": keys, "v": table if table is not None else [_enc(v, ints, floats) for v in values]}
     raise CodecError(f"cannot record a value of type {cls.__name__}")
 
 
@@ -346,7 +497,7 @@ class Order:
     Built once per chain; applying it is C-speed.
     """
 
-    __slots__ = ("fwd", "_inv", "_moved", "_rest", "n")
+    __slots__ = ("fwd", "_inv", "_moved", "_rest", "_perm", "n")
 
     def __init__(self, n: int, moved: list[int]) -> None:
         self.n = n
@@ -359,6 +510,7 @@ class Order:
         self._moved = moved
         self._rest = bytes(rest)
         self._inv: Callable[[Any], tuple] | None = None
+        self._perm: Any = None
         self.fwd: Callable[[Any], tuple] | None = self._forward if n > 1 else None
 
     def _forward(self, values: Any) -> tuple:
@@ -379,6 +531,26 @@ class Order:
                 inverse[i] = pos
             self._inv = operator.itemgetter(*inverse)
         return self._inv
+
+    def perm(self) -> Any:
+        """`fwd` as a numpy index array (`vector[order.perm()]`), built when first asked:
+        the Writer's array path (int32, ~2 MB at 1,024 CPUs, where `fwd` makes a tuple of
+        ~560,000 Python ints every sample)."""
+        if self._perm is None:
+            np = numpy()
+            kind = np.int32 if self.n < 1 << 31 else np.int64
+            rest = np.flatnonzero(np.frombuffer(self._rest, dtype=np.uint8)).astype(kind)
+            self._perm = np.concatenate([np.array(self._moved, dtype=kind), rest])
+        return self._perm
+
+    @classmethod
+    def between_arrays(cls, a: Any, b: Any) -> Order:
+        """`between(a, b, by_size=True)` of two int64 arrays whose values are `small_vector`
+        (so no step overflows): the same order, without a Python int per value."""
+        np = numpy()
+        moved = np.flatnonzero(a != b)
+        step = np.abs(b[moved] - a[moved])
+        return cls(len(b), moved[np.lexsort((moved, -step))].tolist())
 
     @classmethod
     def between(cls, a: list[int], b: list[int], by_size: bool = False) -> Order:
@@ -419,43 +591,33 @@ def pack_ints(values: list[int], base: list[int] | None = None, base2: list[int]
     return bytes([ZLIB]) + zlib.compress(bytes(out), 6)
 
 
-def pack_lanes(v: int, n: int, p: int | None = None, q: int | None = None) -> bytes:
-    """`pack_ints`' blob, byte for byte, from lanes (`lanes`) of n values already in
-    storage order and of the prediction's inputs (none, `p`, or the line 2p - q) in the
-    same order, with a few big-int operations instead of a Python int per value (a
-    1,024-CPU sample has ~560,000). Every difference must fit 64 bits, which values
-    in [-2**61, 2**61) guarantee for any prediction (the Writer checks, `small`).
+SMALL = 1 << 61  # values in [-SMALL, SMALL): any prediction's difference fits a signed 64 bits
 
-    A lane holds e = d + 2**63 (the bias of `lanes`, which cancels in v - p and
-    v + q - 2p). Zigzag per lane: with h = e mod 2**63, d >= 0 has its top bit set and
-    z = 2h; d < 0 has it clear and z = -2d - 1 = (2**64 - 1) - 2h, i.e. 2h with all 64
-    bits flipped. No step carries across a lane."""
+
+def small_vector(v: Any) -> bool:
+    """`small` of an int64 array: every value within ±SMALL (-2**61 <= x < 2**61)."""
+    return not len(v) or (int(v.min()) >= -SMALL and int(v.max()) < SMALL)
+
+
+def pack_diffs(d: Any) -> bytes:
+    """`pack_ints`' blob, byte for byte, from the differences themselves: an int64 array,
+    already in storage order, every value in (-2**63, 2**63) (a prediction from and into
+    `small_vector` values: |v - 2p + q| < 4 * 2**61). The Writer's array path: numpy
+    does per value what `pack_ints` does with a Python int per value.
+
+    Zigzag is (d << 1) ^ (d >> 63) on the 64-bit pattern: the shift may wrap, which is
+    what the unsigned zigzag of such a d is."""
     if LZMA_FILTERS is None:
         raise CodecError("this Python has no lzma; use pack_ints")
-    ones, bias, low63 = _lane_masks(n)
-    if p is None:
-        e = v
-    elif q is None:
-        e = v - p + bias
-    else:
-        e = v + q - 2 * p + bias
-    negative = ones - ((e >> 63) & ones)
-    z = ((e & low63) << 1) ^ (negative * 0xFFFF_FFFF_FFFF_FFFF)
-    raw = z.to_bytes(8 * ((z.bit_length() + 63) // 64), "little")  # up to the last non-zero lane
-    return bytes([LZMA_PLANES_2]) + lzma.compress(_planes_of(raw, n), format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
-
-
-SMALL = 1 << 61  # values in [-SMALL, SMALL): any prediction's difference fits a signed 64-bit lane
-
-
-def small(v: int, n: int) -> bool:
-    """Whether every one of the n values in lanes `v` lies within ±SMALL (-2**61 <= x <
-    2**61), so `pack_lanes` may predict from or into it. A lane holds x + 2**63, whose
-    top three bits are then 011 or 100: t = that field, t + 1 is 4 or 5, bit pattern
-    x10x with bit 3 clear. Five big-int operations, no Python int per value."""
-    ones = _lane_masks(n)[0]
-    t = (v >> 61) & (ones * 7)
-    return (t + ones) & (ones * 14) == ones * 4
+    np = numpy()
+    d = np.asarray(d, dtype=np.int64)
+    z = ((d << 1) ^ (d >> 63)).view(np.uint64)
+    used = np.flatnonzero(z)
+    # up to the last non-zero value: storage order leaves the counters that never move
+    # at the end, and bytes.rstrip of megabytes of zero planes cost ~15 ms at 1,024 CPUs
+    raw = z[:int(used[-1]) + 1 if len(used) else 0].astype("<u8", copy=False).tobytes()
+    return bytes([LZMA_PLANES_2]) + lzma.compress(_planes_of(raw, len(z)), format=lzma.FORMAT_RAW,
+                                                  filters=LZMA_FILTERS)
 
 
 def _planes(zs: list[int]) -> bytes:

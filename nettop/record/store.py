@@ -97,20 +97,20 @@ class Writer:
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(path, exc)) from None
         self._configs: dict[str, int] = {}
-        # the last two samples' values in walk order, while the chain is not kept as lanes
-        # (`_lists` rebuilds them from the lanes if a sample ever needs them then): at 1,024
-        # CPUs each list keeps ~550,000 ints alive that the snapshots have let go
-        self._prev_ints: list[int] | None = None
-        self._prev2_ints: list[int] | None = None  # the one before, when prev was no key
+        # the last two samples' values in walk order as int64 arrays (codec.split_parts),
+        # None for one that does not fit 64 bits (it is a key, and so is its successor,
+        # so such a vector is never predicted from). At 1,024 CPUs each is ~4.5 MB.
+        self._prev: Any = None
+        self._prev2: Any = None  # the one before, when prev was no key
+        self._prev_small = self._prev2_small = False  # codec.small_vector of each
         self._prev_n: int | None = None  # how many values the last sample had
         self._has_prev2 = False  # the last sample was no key: a pred-2 successor has both
         self._prev_fits = True
-        self._prev_walk: int | None = None  # lanes of the last sample, a small key, in walk order
         self._key_seq = 0
         self._order: codec.Order | None = None  # of the current chain, from its first interval
-        # lanes of the last two samples in the chain's order while their values are SMALL
-        # (codec.pack_lanes): each sample is then one permutation and a few big-int steps
-        self._lanes: tuple[int, int] | None = None
+        self._seen: dict[int, tuple] = {}  # the last sample's settings objects (codec.IntParts.kept)
+        self._shape: bytes | None = None  # codec.shape of the last sample's skeleton tree
+        self._skeleton = ("", "")  # its JSON and SHA-1
         self._prev_config = -1
         self._seq = 0
         self._since_key = 0
@@ -133,19 +133,22 @@ class Writer:
         if type(snap.t_mono) is not float or type(snap.t_wall) is not float:
             # the row's REAL columns stand in for the first two floats (see _floats)
             snap = dataclasses.replace(snap, t_mono=float(snap.t_mono), t_wall=float(snap.t_wall))
-        skeleton, ints, floats = codec.split(snap)
-        sha = hashlib.sha1(skeleton.encode()).hexdigest()
+        tree, parts, floats = codec.split_parts(snap, self._seen)
+        self._seen = parts.kept
+        # the skeleton rarely changes: its JSON and hash (~7 ms at 1,024 CPUs) only when
+        # its fingerprint (codec.shape, ~0.6 ms) does
+        shape = codec.shape(tree)
+        if shape is None or shape != self._shape:
+            skeleton = codec.skeleton_text(tree)
+            self._skeleton = skeleton, hashlib.sha1(skeleton.encode()).hexdigest()
+            self._shape = shape
+        skeleton, sha = self._skeleton
         seq = self._seq + 1
-        # the sample's lanes (codec.lanes), which are also the check that every value fits 64
-        # bits: in the chain's storage order while the chain is kept as lanes (the steady
-        # state: one conversion a sample), else in walk order
-        chained = self._lanes is not None and self._order is not None and len(ints) == self._order.n
-        try:
-            now: int | None = codec.lanes(self._order.fwd(ints) if chained and self._order and self._order.fwd
-                                          else ints)
-        except OverflowError:
-            now = None
-        fits = now is not None
+        vec = parts.array()  # None: a value does not fit 64 bits; it is stored as lists
+        fits = vec is not None
+        ints = None if fits else parts.ints()
+        n = len(vec) if vec is not None else len(ints or ())
+        small = fits and codec.small_vector(vec)
         try:
             with self._tx():
                 cid = self._configs.get(sha)
@@ -153,16 +156,17 @@ class Writer:
                     cur = self._db.execute("INSERT OR IGNORE INTO config(sha1, skeleton) VALUES (?, ?)", (sha, skeleton))
                     cid = int(cur.lastrowid if cur.rowcount and cur.lastrowid else self._db.execute(
                         "SELECT id FROM config WHERE sha1 = ?", (sha,)).fetchone()[0])
-                # a vector that does not fit 64-bit lanes, and the one after it, stand
-                # alone (codec.lanes): readers never predict from or into such values
+                # a vector that does not fit 64 bits, and the one after it, stand alone:
+                # readers never predict from or into such values (codec.lanes)
                 key = (cid != self._prev_config or self._prev_n is None or not fits or not self._prev_fits
-                       or self._since_key >= KEY_EVERY - 1 or len(ints) != self._prev_n)
+                       or self._since_key >= KEY_EVERY - 1 or n != self._prev_n)
                 pred = 0 if key else (2 if self._has_prev2 else 1)
                 key_seq = seq if key else self._key_seq
                 if pred == 2 and self._order is None:
-                    assert self._prev2_ints is not None and self._prev_ints is not None  # pred 2: both held
-                    self._order = codec.Order.between(self._prev2_ints, self._prev_ints, by_size=True)
-                iblob, walk, lanes = self._pack(ints, now, chained, pred)
+                    a, b = self._prev2, self._prev
+                    self._order = (codec.Order.between_arrays(a, b) if self._prev_small and self._prev2_small
+                                   else codec.Order.between(a.tolist(), b.tolist(), by_size=True))
+                iblob = self._pack(vec, ints, small, pred)
                 fblob = codec.pack_floats_tagged(floats[2:])
                 base = None if key else self._seq
                 self._db.execute(
@@ -175,12 +179,9 @@ class Writer:
         except sqlite3.Error as exc:
             raise RecordingError(describe_sqlite_error(self.path, exc)) from None
         self._configs[sha] = cid
-        if lanes is not None:  # the chain lives in its lanes now
-            self._prev_ints = self._prev2_ints = None
-        else:
-            self._prev2_ints, self._prev_ints = (None if key else self._lists()[0]), ints
-        self._prev_n, self._has_prev2 = len(ints), not key
-        self._lanes, self._prev_walk = lanes, walk
+        self._prev2, self._prev2_small = (None, False) if key else (self._prev, self._prev_small)
+        self._prev, self._prev_small = vec, small
+        self._prev_n, self._has_prev2 = n, not key
         if key:
             self._key_seq, self._order = seq, None
         self._prev_config, self._prev_fits, self._seq = cid, fits, seq
@@ -189,50 +190,31 @@ class Writer:
         self.bytes_written += len(iblob) + len(fblob) + 40
         return seq
 
-    def _pack(self, ints: list[int], now: int | None, chained: bool,
-              pred: int) -> tuple[bytes, int | None, tuple[int, int] | None]:
-        """(the sample's int blob; its lanes in walk order when a pred-1 successor may use
-        them; the chain's last two samples' lanes to keep). `now`: its lanes, in storage
-        order when `chained`, else in walk order (None: a value does not fit 64 bits).
+    def _pack(self, vec: Any, ints: list[int] | None, small: bool, pred: int) -> bytes:
+        """The sample's int blob. `vec`: its values as an int64 array (None when one does
+        not fit 64 bits: then `ints`, and it is a key).
 
-        Lanes (codec.pack_lanes) when this sample's values and those it is predicted from
-        are `codec.small`; the lists (codec.pack_ints) otherwise. Both give the same bytes
-        (tests/test_record_codec.py)."""
-        order, n = self._order, len(ints)
-        if now is not None and codec.LZMA_FILTERS is not None:
+        With numpy (codec.pack_diffs) when this sample's values and those it is predicted
+        from are `codec.small_vector`, so no difference can overflow; with Python lists
+        (codec.pack_ints) otherwise. Both give the same bytes (tests/test_record_codec.py)."""
+        if vec is None:
+            assert ints is not None and pred == 0
+            return codec.pack_ints(ints)
+        prev, prev2, order = self._prev, self._prev2, self._order
+        if codec.LZMA_FILTERS is not None and small and (pred < 1 or self._prev_small) \
+                and (pred < 2 or self._prev2_small):
             if pred == 0:
-                walk = codec.lanes(ints) if chained else now  # a key that ends a chain kept as lanes
-                if codec.small(walk, n):
-                    return codec.pack_lanes(walk, n), walk, None
-            elif pred == 1:
-                if self._prev_walk is not None and codec.small(now, n):
-                    return codec.pack_lanes(now, n, self._prev_walk), None, None
-            elif chained and self._lanes is not None:
-                if codec.small(now, n):
-                    p, q = self._lanes
-                    return codec.pack_lanes(now, n, p, q), None, (now, p)
-            elif order is not None and self._prev_ints is not None and self._prev2_ints is not None:
-                # the chain's first pred 2 (its lists are still held)
-                fwd = order.fwd or (lambda xs: xs)
-                v, p, q = codec.lanes(fwd(ints)), codec.lanes(fwd(self._prev_ints)), codec.lanes(fwd(self._prev2_ints))
-                if codec.small(v, n) and codec.small(p, n) and codec.small(q, n):
-                    return codec.pack_lanes(v, n, p, q), None, (v, p)
+                return codec.pack_diffs(vec)
+            if pred == 1:
+                return codec.pack_diffs(vec - prev)
+            d = vec - 2 * prev + prev2
+            return codec.pack_diffs(d[order.perm()] if order is not None and order.fwd is not None else d)
+        values = vec.tolist()
         if pred == 0:
-            return codec.pack_ints(ints), None, None
-        prev, prev2 = self._lists()
+            return codec.pack_ints(values)
         if pred == 1:
-            return codec.pack_ints(ints, prev), None, None
-        return codec.pack_ints(ints, prev, prev2, order), None, None
-
-    def _lists(self) -> tuple[list[int] | None, list[int] | None]:
-        """The last two samples' values in walk order: the lists held, or rebuilt (and held
-        again) from the chain's lanes when a value left the lanes' safe range."""
-        if self._prev_ints is None and self._lanes is not None and self._prev_n is not None:
-            n, (p, q) = self._prev_n, self._lanes
-            inv = self._order.inv if self._order is not None else None
-            self._prev_ints, self._prev2_ints = ([*(inv(v) if inv is not None else v)]
-                                                 for v in (codec.unlanes(p, n), codec.unlanes(q, n)))
-        return self._prev_ints, self._prev2_ints
+            return codec.pack_ints(values, prev.tolist())
+        return codec.pack_ints(values, prev.tolist(), prev2.tolist(), order)
 
     def add_event(self, event: Event) -> None:
         try:
