@@ -313,8 +313,11 @@ class _Blocks:
         return bytes(self.buf[:min(self.have, size)])
 
     def text(self) -> str:
+        return self.decode(self.start, self.end)
+
+    def decode(self, i: int, j: int) -> str:
         with memoryview(self.buf) as mv:
-            return str(mv[self.start:self.end], "latin-1")
+            return str(mv[i:j], "latin-1")
 
     def header(self) -> bytes:
         """The first line without its newline, during the first block (the whole file but
@@ -400,11 +403,14 @@ class InterruptReader:
 
     def _fast(self, blocks: _Blocks, header: bytes) -> InterruptTable | None:
         """The wanted lines, found in order, and the named rows that end the file, parsed
-        alone; None if a wanted line is missing or does not parse."""
+        alone (each as it is found: at 1,024 CPUs a line is 11 kB, and hundreds are
+        wanted); None if a wanted line is missing or does not parse."""
         base = self._base
         assert base is not None
+        rows = _Lines.start(header.decode("latin-1"), lambda: "", None)
+        if not isinstance(rows, _Lines):  # not seen: this header parsed at the last full parse
+            return None
         keys = self._keys
-        lines = [header]
         k = 0
         named: list[bytes] = []
         blanks = 0
@@ -419,7 +425,7 @@ class InterruptReader:
                     break
                 j = buf.find(b"\n", i + 1, end)
                 j = end if j < 0 else j
-                lines.append(bytes(buf[i + 1:j]))
+                rows.feed(blocks.decode(i + 1, j))
                 pos = j
                 k += 1
             named, blanks = _named_run(buf, blocks.start, end, named, blanks)
@@ -427,7 +433,9 @@ class InterruptReader:
                 break
         if k < len(keys):
             return None
-        small, problems = parse_interrupts(b"\n".join(lines + named).decode("latin-1"), None, whole=False)
+        for line in named:
+            rows.feed(line.decode("latin-1"))
+        small, problems = rows.result(whole=False)
         if problems or len(small.irqs) != len(self._wanted):
             return None
         irqs = dict(base.irqs)
