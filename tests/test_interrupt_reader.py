@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
-from nettop.collectors.interrupts import InterruptReader, parse_interrupts
-from nettop.kernel.sysroot import SysRoot
+import pytest
+
+from nettop.collectors import interrupts
+from nettop.collectors.interrupts import InterruptReader, parse_interrupts, read_interrupts
+from nettop.kernel.sysroot import LIVE, SysRoot
 from treegen import generate_tree
 
 
@@ -50,3 +54,54 @@ def test_a_wanted_irq_that_vanishes_falls_back_to_a_full_parse(tmp_path):
 def test_unreadable_file_is_one_problem(tmp_path):
     got, problems = InterruptReader().read(SysRoot(str(tmp_path)))
     assert got.cpus == () and len(problems) == 1 and "interrupts" in problems[0].message
+
+
+DATA = Path(__file__).parent / "data" / "interrupts"
+
+
+def count_full_parses(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = interrupts._parse_blocks
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(interrupts, "_parse_blocks", spy)
+    return calls
+
+
+@pytest.mark.parametrize("series", ["singlequeue_8cpu", "multinic_multiqueue_4cpu"])
+def test_a_real_kernel_file_takes_the_fast_path(tmp_path, monkeypatch, series):
+    """The kernel indents its header by the "%*d" width + 8: the wanted lines are found
+    by the width of the lines themselves, so five consecutive samples of a real host
+    need one full parse, and each tick equals a full parse of its sample."""
+    full = count_full_parses(monkeypatch)
+    path = tmp_path / "proc/interrupts"
+    path.parent.mkdir()
+    reader = InterruptReader(full_every=100)
+    for k in range(1, 6):
+        text = (DATA / f"{series}__interrupts{k}.txt").read_text()
+        path.write_text(text)
+        got, problems = reader.read(SysRoot(str(tmp_path)), lambda irq, name: name.startswith("eth"))
+        assert not problems
+        assert got == parse_interrupts(text, lambda irq, name: name.startswith("eth"))[0], k
+    assert any(irq.counts is not None for irq in got.irqs.values())
+    assert len(full) == 1
+
+
+def test_the_live_kernel_file_takes_the_fast_path(monkeypatch):
+    full = count_full_parses(monkeypatch)
+    reader = InterruptReader(full_every=100)
+    first, _ = reader.read(LIVE, nic_like)
+    fast, problems = reader.read(LIVE, nic_like)
+    assert not problems and len(full) == 1
+    after, _ = read_interrupts(LIVE, nic_like)
+    assert {i: q.name for i, q in fast.irqs.items()} == {i: q.name for i, q in after.irqs.items()}
+    for irq, q in fast.irqs.items():
+        if q.counts is not None:  # counters only grow between the two reads
+            assert all(a <= b <= c for a, b, c in zip(first.irqs[irq].counts, q.counts, after.irqs[irq].counts))
+
+
+def nic_like(irq: int, name: str) -> bool:
+    return "virtio" in name or "eth" in name or "mlx5" in name or "ACPI" in name

@@ -61,7 +61,8 @@ WANTS: list[Want | None] = [None, even, nic, lambda irq, name: False]
 
 
 class WholeFileReader:
-    """The incremental reader as it was when it held the whole file (the reference)."""
+    """The incremental reader as it was when it held the whole file (the reference), its
+    lines found by the label width of the first numbered line (`label_width`)."""
 
     def __init__(self, full_every: int = 10) -> None:
         self.full_every = full_every
@@ -92,7 +93,7 @@ class WholeFileReader:
             self._header = header
             self._base = table
             self._wanted = tuple(sorted(i for i, irq in table.irqs.items() if irq.counts is not None))
-            width = len(header) - len(header.lstrip(b" ")) - 2
+            width = label_width(data.decode("latin-1"))
             self._keys = tuple(b"\n" + str(i).rjust(max(width, 1)).encode() + b":" for i in self._wanted)
         return table, problems
 
@@ -115,6 +116,15 @@ class WholeFileReader:
         irqs = dict(base.irqs)
         irqs.update(small.irqs)
         return InterruptTable(base.cpus, irqs, small.other)
+
+
+def label_width(text: str) -> int:
+    """The width of "%*d:" on the first line after the header with a numeric label."""
+    for line in text.split("\n")[1:]:
+        label, colon, _ = line.partition(":")
+        if colon and label.strip().isascii() and label.strip().isdigit() and len(label.strip()) <= 10:
+            return len(label)
+    return 0
 
 
 def named_tail(data: bytes) -> list[bytes]:

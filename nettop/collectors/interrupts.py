@@ -127,6 +127,7 @@ class _Lines:
         self.other: dict[str, tuple[int, ...]] = {}
         self.cache = _NAMES if len(_NAMES) < _NAMES_MAX else _reset_names()
         self.lineno = 1
+        self.width = 0  # of the first numbered line's label, "%*d:" (the reader finds lines by it)
 
     @classmethod
     def start(cls, header: str, head: Callable[[], str], want: Want | None) -> _Lines | Problem:
@@ -150,6 +151,7 @@ class _Lines:
         n = len(self.cpus)
         span = _FIELD * n
         lineno = self.lineno
+        width = self.width
         while pos < size:
             nl = text.find("\n", pos)
             if nl < 0:
@@ -169,6 +171,7 @@ class _Lines:
                     problems.append(malformed(SOURCE, f"line {lineno} has no IRQ label ({label[:20]!r})"))
                 continue
             irq = int(label)
+            width = width or c - start
             if irq in irqs:
                 problems.append(Problem(SOURCE, (
                     f"{SOURCE} is inconsistent: IRQ {irq} is listed twice (line {lineno}); "
@@ -209,6 +212,7 @@ class _Lines:
                 continue
             irqs[irq] = Irq(irq, bare.chip, bare.hwirq, bare.name, counts, sum(counts))
         self.lineno = lineno
+        self.width = width
 
     def result(self, whole: bool = True) -> tuple[InterruptTable, list[Problem]]:
         if whole and not self.irqs:
@@ -253,7 +257,8 @@ def parse_file(f: Readable, want: Want | None = None, chunk: int = CHUNK) -> tup
     whole text, without holding it. Raises OSError as reading the file does."""
     blocks = _Blocks(f, chunk)
     blocks.next()
-    return _parse_blocks(blocks, want)
+    table, problems, _ = _parse_blocks(blocks, want)
+    return table, problems
 
 
 class _Blocks:
@@ -326,20 +331,21 @@ class _Blocks:
         return bytes(self.buf[:nl if nl >= 0 else max(self.end - 1, 0)])
 
 
-def _parse_blocks(blocks: _Blocks, want: Want | None) -> tuple[InterruptTable, list[Problem]]:
-    """parse_interrupts over the blocks of a file, the first one already read."""
+def _parse_blocks(blocks: _Blocks, want: Want | None) -> tuple[InterruptTable, list[Problem], int]:
+    """parse_interrupts over the blocks of a file, the first one already read; and the
+    width of the first numbered line's "%*d:" label."""
     text = blocks.text()
     nl = text.find("\n")
     if nl < 0:
         nl = len(text)
     lines = _Lines.start(text[:nl], lambda: blocks.head(60).decode("latin-1"), want)
     if not isinstance(lines, _Lines):
-        return InterruptTable(()), [lines]
+        return InterruptTable(()), [lines], 0
     lines.feed(text, nl + 1)
     del text
     while blocks.next():
         lines.feed(blocks.text())
-    return lines.result()
+    return (*lines.result(), lines.width)
 
 
 class InterruptReader:
@@ -383,22 +389,23 @@ class InterruptReader:
                     blocks = _Blocks(f, self.chunk)
                     blocks.next()
                     header = blocks.header()
-                table, problems = _parse_blocks(blocks, want)
+                table, problems, width = _parse_blocks(blocks, want)
         except OSError as exc:
             self._base = None
             return InterruptTable(()), [from_oserror(SOURCE, exc)]
         self._ticks = tick
-        self._remember(table, header, problems)
+        self._remember(table, header, problems, width)
         return table, problems
 
-    def _remember(self, table: InterruptTable, header: bytes, problems: list[Problem]) -> None:
+    def _remember(self, table: InterruptTable, header: bytes, problems: list[Problem], width: int) -> None:
+        """Keep a good full parse, and how to find its wanted lines: "\n%*d:" with the width
+        the lines have (the kernel indents its header by that width + 8, not + 2)."""
         if problems or not table.cpus:
             self._base = None
             return
         self._header = header
         self._base = table
         self._wanted = tuple(sorted(i for i, irq in table.irqs.items() if irq.counts is not None))
-        width = len(header) - len(header.lstrip(b" ")) - 2  # the "%*d: " prefix width
         self._keys = tuple(b"\n" + str(i).rjust(max(width, 1)).encode() + b":" for i in self._wanted)
 
     def _fast(self, blocks: _Blocks, header: bytes) -> InterruptTable | None:
