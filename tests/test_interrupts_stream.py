@@ -314,6 +314,7 @@ def test_fast_ticks_keep_the_last_full_parse_names_and_equal_the_whole_file_read
         full, _ = read_both(path, gone, new, old, nic)  # a wanted line is missing: read again, whole
         assert full == parse_interrupts(gone.decode("latin-1"), nic)[0]
         assert b"NVME" not in gone and full.irqs != first.irqs
+        assert len(new._buf) == chunk  # grown for lines longer than a chunk, and not kept so
 
 
 def test_each_block_of_the_kernel_file_is_found_at_every_chunk_size(tmp_path):
