@@ -105,3 +105,21 @@ def test_the_live_kernel_file_takes_the_fast_path(monkeypatch):
 
 def nic_like(irq: int, name: str) -> bool:
     return "virtio" in name or "eth" in name or "mlx5" in name or "ACPI" in name
+
+
+def test_a_named_row_printed_before_the_numbered_lines_is_not_lost(tmp_path, monkeypatch):
+    """The fast path looks for named rows at the end of the file; a row printed elsewhere
+    would vanish from its table, so it gives way to a full parse."""
+    full = count_full_parses(monkeypatch)
+    path = tmp_path / "proc/interrupts"
+    path.parent.mkdir()
+    text = (DATA / "multinic_multiqueue_4cpu__interrupts1.txt").read_text()
+    head, _, rest = text.partition("\n")
+    moved = head + "\nAIO:          1          2          3          4   Adapter I/O\n" + rest
+    reader = InterruptReader(full_every=100)
+    for k in range(3):
+        path.write_text(moved)
+        got, problems = reader.read(SysRoot(str(tmp_path)), lambda irq, name: name.startswith("eth"))
+        assert not problems and got.other["AIO"] == (1, 2, 3, 4)
+        assert got == parse_interrupts(moved, lambda irq, name: name.startswith("eth"))[0]
+    assert len(full) == 3

@@ -62,7 +62,8 @@ WANTS: list[Want | None] = [None, even, nic, lambda irq, name: False]
 
 class WholeFileReader:
     """The incremental reader as it was when it held the whole file (the reference), its
-    lines found by the label width of the first numbered line (`label_width`)."""
+    lines found by the label width of the first numbered line (`label_width`), its fast
+    path refused when the named rows at the end are not those of the last full parse."""
 
     def __init__(self, full_every: int = 10) -> None:
         self.full_every = full_every
@@ -111,7 +112,7 @@ class WholeFileReader:
             lines.append(data[i + 1:j])
             pos = j
         small, problems = parse_interrupts(b"\n".join(lines + named_tail(data)).decode("latin-1"), None, whole=False)
-        if problems or len(small.irqs) != len(self._wanted):
+        if problems or len(small.irqs) != len(self._wanted) or small.other.keys() != base.other.keys():
             return None
         irqs = dict(base.irqs)
         irqs.update(small.irqs)

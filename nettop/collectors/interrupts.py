@@ -447,7 +447,8 @@ class InterruptReader:
         for line in named:
             rows.feed(line.decode("latin-1"))
         small, problems = rows.result(whole=False)
-        if problems or len(small.irqs) != len(self._wanted):
+        # named rows are looked for at the end only: one printed elsewhere (or gone) would be lost
+        if problems or len(small.irqs) != len(self._wanted) or small.other.keys() != base.other.keys():
             return None
         irqs = dict(base.irqs)
         irqs.update(small.irqs)
