@@ -364,9 +364,9 @@ class InterruptReader:
 
     def __init__(self, full_every: int = 10, chunk: int = CHUNK) -> None:
         self.full_every = full_every
-        self.chunk = chunk
+        self.chunk = max(chunk, 1)
         # kept from tick to tick: zeroing a new 1 MiB costs a fifth of a small host's read
-        self._buf = bytearray(max(chunk, 1))
+        self._buf = bytearray(self.chunk)
         self._ticks = 0
         self._header = b""
         self._base: InterruptTable | None = None
