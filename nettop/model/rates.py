@@ -23,6 +23,7 @@ from typing import Iterable, Iterator, Mapping
 
 from nettop.model.counters import U32, U64, Step, delta
 from nettop.model.counts import numpy, table_matrix
+from nettop.model.cpu_columns import EXACT, SOFTIRQS, SOFTNET, TIMES, columns
 from nettop.model.problems import Problem
 from nettop.model.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
 
@@ -148,46 +149,142 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
     if problems is None:
         problems = []
     cpus = sorted(set(cur.online_cpus) | set(cur.cpu_times) | set(prev.cpu_times))
+    if len(cpus) >= _ARRAYS_FROM and elapsed > 0 and math.isfinite(elapsed):
+        got = _cpu_rates_arrays(prev, cur, elapsed, problems, cpus)
+        if got is not None:
+            return got
+    return _cpu_rates_each(prev, cur, elapsed, problems, cpus)
+
+
+# From this many CPUs the rates are computed on arrays (cpu_columns.py): numpy (~90 ms to
+# load) pays for itself within a tick or two there, and a small host never loads it.
+_ARRAYS_FROM = 256
+
+
+def _cpu_rates_each(prev: Snapshot, cur: Snapshot, elapsed: float, problems: list[Problem],
+                    cpus: list[int]) -> dict[int, CpuRates]:
+    """`cpu_rates` one CPU at a time: the reference the arrays must equal."""
     out: dict[int, CpuRates] = {}
     for cpu in cpus:
-        a, b = prev.cpu_times.get(cpu), cur.cpu_times.get(cpu)
-        if b is None and a is None and cpu not in cur.softnet:
+        got = _one_cpu(prev, cur, cpu, elapsed, problems)
+        if got is not None:
+            out[cpu] = got
+    return out
+
+
+def _one_cpu(prev: Snapshot, cur: Snapshot, cpu: int, elapsed: float,
+             problems: list[Problem]) -> CpuRates | None:
+    a, b = prev.cpu_times.get(cpu), cur.cpu_times.get(cpu)
+    if b is None and a is None and cpu not in cur.softnet:
+        return None
+    # a CPU is there when /proc/stat or softnet_stat lists it: a sosreport keeps no
+    # /proc/stat, and its CPUs were shown "gone" while their softnet totals were read
+    had, has = a is not None or cpu in prev.softnet, b is not None or cpu in cur.softnet
+    presence = Presence.BOTH if (had and has) else (Presence.NEW if has else Presence.GONE)
+    if b is not None and cur.online_cpus and cpu not in cur.online_cpus:
+        # listed by /proc/stat or softnet_stat but offline by sysfs (a captured tree
+        # taken file by file, or a CPU going down mid-read): its figures are not shown
+        return CpuRates(cpu=cpu, presence=Presence.OFFLINE)
+    fields: dict[str, float | int | bool | None] = {}
+    reset = False
+    if a and b:
+        pcts, reset = _time_split(a, b, elapsed, problems)
+        fields.update(pcts)
+    sa, sb = prev.softirqs.get(cpu), cur.softirqs.get(cpu)
+    if sa and sb:
+        for name, x, y in (("net_rx_per_s", sa.net_rx, sb.net_rx), ("net_tx_per_s", sa.net_tx, sb.net_tx)):
+            if 0 <= x <= y < U32:  # inline: only a backwards or corrupt count needs _counter
+                fields[name] = (y - x) / elapsed
+                continue
+            fields[name], r = _counter(f"/proc/softirqs {name[:6].upper()} on CPU {cpu}",
+                                       x, y, elapsed, problems)
+            reset |= r
+    na, nb = prev.softnet.get(cpu), cur.softnet.get(cpu)
+    if na and nb:
+        for name, x, y in zip(_SOFTNET_RATES, _SOFTNET(na), _SOFTNET(nb)):
+            if 0 <= x <= y < U32:
+                fields[name] = (y - x) / elapsed
+                continue
+            fields[name], r = _counter(f"softnet_stat {name[:-6]} on CPU {cpu}",
+                                       x, y, elapsed, problems)
+            reset |= r
+    # backlog is a gauge (an int), not a rate: named, so `fields` holds only rates
+    return CpuRates(cpu=cpu, presence=presence, reset=reset,
+                    backlog=nb.backlog if nb is not None else None, **fields)
+
+
+_PRESENCE = (Presence.GONE, Presence.NEW, Presence.GONE, Presence.BOTH)  # by 2 * had + has
+_TIME_PCT = [0, 2, 3, 4, 5, 6, 7]  # _TIME_FIELDS among cpu_columns.TIMES (nice is only in the total)
+
+
+def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: list[Problem],
+                      cpus: list[int]) -> dict[int, CpuRates] | None:
+    """`_cpu_rates_each` on arrays: every CPU whose counts need no judging (online, each
+    32-bit count within its width and not backwards, the times within 50 bits and no more
+    ticks than the clock allows) is computed at once, with the same expressions in the same order, so the
+    floats are those of the per-CPU path; the others (offline, a step backwards, a
+    corrupt count) go through `_one_cpu` in CPU order, so the problems are the same
+    problems in the same order. None when a snapshot holds a value that is not an int
+    within int64: then every CPU takes the per-CPU path."""
+    np = numpy()
+    got = [columns(m, f) for m, f in ((prev.cpu_times, TIMES), (cur.cpu_times, TIMES),
+                                       (prev.softirqs, SOFTIRQS), (cur.softirqs, SOFTIRQS),
+                                       (prev.softnet, SOFTNET), (cur.softnet, SOFTNET))]
+    if any(c is None for c in got):
+        return None
+    n = len(cpus)
+    all_in = np.ones(n, bool)
+    (ta, ha), (tb, hb), (sa, hsa), (sb, hsb), (na, hna), (nb, hnb) = (
+        c.aligned(cpus) for c in got if c is not None)
+    has_ta, has_tb = all_in if ha is None else ha, all_in if hb is None else hb
+    has_na, has_nb = all_in if hna is None else hna, all_in if hnb is None else hnb
+    both_t = has_ta & has_tb
+    both_s = (all_in if hsa is None else hsa) & (all_in if hsb is None else hsb)
+    both_n = has_na & has_nb
+
+    # /proc/stat: _time_split's checks, then its shares of the total (or no split: zeros,
+    # a reset when the total went backwards)
+    dt = tb - ta
+    total = dt.sum(axis=1)
+    zero = (dt < 0).any(axis=1) | (total <= 0)
+    ok_t = (((ta >= 0) & (ta < EXACT) & (tb >= 0) & (tb < EXACT)).all(axis=1)
+            & (zero | ~(total > _USER_HZ * (elapsed * _TICK_SLACK + _READ_SKEW_S) + 2)))
+    pct = np.where(zero[:, None], 0.0, 100.0 * dt[:, _TIME_PCT] / np.where(zero, 1, total)[:, None])
+    reset = (both_t & zero & (total < 0)).tolist()
+    # the 32-bit counters: the inline check of `_one_cpu`
+    ok_s = ((0 <= sa) & (sa <= sb) & (sb < U32)).all(axis=1)
+    ok_n = ((0 <= na) & (na <= nb) & (nb < U32)).all(axis=1)
+    s_per_s = (sb - sa) / elapsed
+    n_per_s = (nb - na) / elapsed
+
+    skip = ~(has_ta | has_tb | has_nb)
+    slow = both_t & ~ok_t | both_s & ~ok_s | both_n & ~ok_n
+    if cur.online_cpus:
+        online = set(cur.online_cpus)
+        slow |= has_tb & np.fromiter((c not in online for c in cpus), bool, n)
+    presence = list(map(_PRESENCE.__getitem__,
+                        (2 * (has_ta | has_na) + (has_tb | has_nb)).tolist()))
+
+    def col(values: Any, present: Any) -> list[float | None]:
+        got = values.tolist()
+        if present is all_in or present.all():
+            return got
+        return [v if p else None for v, p in zip(got, present.tolist())]
+
+    pcts = [col(pct[:, i], both_t) for i in range(len(_TIME_PCT))]
+    softirqs = [col(s_per_s[:, i], both_s) for i in range(len(SOFTIRQS))]
+    softnet = [col(n_per_s[:, i], both_n) for i in range(len(SOFTNET))]
+    rows = list(map(cur.softnet.get, cpus))
+    backlog = [None if r is None else r.backlog for r in rows]
+    out = dict(zip(cpus, map(CpuRates, cpus, presence, *pcts, *softirqs, *softnet, backlog, reset)))
+    for i in np.flatnonzero(skip | slow).tolist():
+        cpu = cpus[i]
+        if skip[i]:
+            del out[cpu]
             continue
-        # a CPU is there when /proc/stat or softnet_stat lists it: a sosreport keeps no
-        # /proc/stat, and its CPUs were shown "gone" while their softnet totals were read
-        had, has = a is not None or cpu in prev.softnet, b is not None or cpu in cur.softnet
-        presence = Presence.BOTH if (had and has) else (Presence.NEW if has else Presence.GONE)
-        if b is not None and cur.online_cpus and cpu not in cur.online_cpus:
-            # listed by /proc/stat or softnet_stat but offline by sysfs (a captured tree
-            # taken file by file, or a CPU going down mid-read): its figures are not shown
-            out[cpu] = CpuRates(cpu=cpu, presence=Presence.OFFLINE)
-            continue
-        fields: dict[str, float | int | bool | None] = {}
-        reset = False
-        if a and b:
-            pcts, reset = _time_split(a, b, elapsed, problems)
-            fields.update(pcts)
-        sa, sb = prev.softirqs.get(cpu), cur.softirqs.get(cpu)
-        if sa and sb:
-            for name, x, y in (("net_rx_per_s", sa.net_rx, sb.net_rx), ("net_tx_per_s", sa.net_tx, sb.net_tx)):
-                if 0 <= x <= y < U32:  # inline: only a backwards or corrupt count needs _counter
-                    fields[name] = (y - x) / elapsed
-                    continue
-                fields[name], r = _counter(f"/proc/softirqs {name[:6].upper()} on CPU {cpu}",
-                                           x, y, elapsed, problems)
-                reset |= r
-        na, nb = prev.softnet.get(cpu), cur.softnet.get(cpu)
-        if na and nb:
-            for name, x, y in zip(_SOFTNET_RATES, _SOFTNET(na), _SOFTNET(nb)):
-                if 0 <= x <= y < U32:
-                    fields[name] = (y - x) / elapsed
-                    continue
-                fields[name], r = _counter(f"softnet_stat {name[:-6]} on CPU {cpu}",
-                                           x, y, elapsed, problems)
-                reset |= r
-        # backlog is a gauge (an int), not a rate: named, so `fields` holds only rates
-        out[cpu] = CpuRates(cpu=cpu, presence=presence, reset=reset,
-                            backlog=nb.backlog if nb is not None else None, **fields)
+        one = _one_cpu(prev, cur, cpu, elapsed, problems)
+        assert one is not None  # only a CPU in none of the three is left out
+        out[cpu] = one
     return out
 
 
@@ -321,18 +418,23 @@ class PerCpuRates(Mapping[int, float]):
 def _matrix_rates(prev: Snapshot, cur: Snapshot, cpus: tuple[int, ...], known: frozenset[int],
                   elapsed: float) -> dict[int, IrqRates]:
     """`_fast_irq` for every IRQ at once when both tables are one count matrix each, of
-    the same IRQs and CPUs (the sysfs reader's, model/counts.py): one subtraction of two
-    matrices and one search for the counts that moved, instead of a walk of 1,024 counts
-    per IRQ. An IRQ with a count that went backwards is left out, for `_one_irq` to judge
-    and explain. The figures are those of `_fast_irq`, computed in the same order."""
+    the same IRQs and CPUs (the sysfs reader's, model/counts.py): one comparison of the
+    two matrices and one subtraction of the counts that moved, instead of a walk of 1,024
+    counts per IRQ. An IRQ with a count that went backwards is left out, for `_one_irq`
+    to judge and explain. The figures are those of `_fast_irq`, computed in the same order."""
     ma, mb = table_matrix(prev.interrupts), table_matrix(cur.interrupts)
     if ma is None or mb is None or not ma.same_layout(mb) or elapsed <= 0 or not cpus:
         return {}
     np = numpy()  # loaded already: the reader made these matrices
-    d = mb.values.astype(np.int64) - ma.values
-    back = (d < 0).any(axis=1).tolist()
-    rows, cols = np.nonzero(d)
-    per_s = (d[rows, cols] / elapsed).tolist()
+    # the counts that moved, found on the uint32 matrices (a queue IRQ moves on a CPU or
+    # a few of 1,024): only those are widened to int64 and subtracted
+    # (flatnonzero: np.nonzero of a 2-D mask costs ten times more)
+    va, vb = ma.values.ravel(), mb.values.ravel()
+    moved = np.flatnonzero(vb != va)
+    rows, cols = np.divmod(moved, mb.values.shape[1])
+    d = vb[moved].astype(np.int64) - va[moved]
+    back = set(rows[d < 0].tolist())
+    per_s = (d / elapsed).tolist()
     fired: dict[int, dict[int, float]] = {}
     for r, c, v in zip(rows.tolist(), cols.tolist(), per_s):
         got = fired.get(r)
@@ -341,7 +443,7 @@ def _matrix_rates(prev: Snapshot, cur: Snapshot, cpus: tuple[int, ...], known: f
         got[cpus[c]] = v
     out: dict[int, IrqRates] = {}
     for r, irq in enumerate(mb.irqs):
-        if back[r]:
+        if r in back:
             continue
         f = fired.get(r)
         if f is None:

@@ -1,0 +1,139 @@
+"""The per-CPU rates computed on arrays (model/cpu_columns.py) are those of the per-CPU
+path: the same CpuRates, floats equal bit for bit, the same problems in the same order,
+on snapshots with counts backwards, wrapped, beyond 32 and 64 bits, missing CPUs and
+offline ones."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from nettop.model import rates as R
+from nettop.model.counters import U32, U64
+from nettop.model.cpu_columns import columns, SOFTNET, TIMES
+from nettop.model.snapshot import CpuTimes, InterruptTable, Snapshot, SoftirqCounts, SoftnetRow
+
+# a counter's earlier value: plain, near the top of 32 bits, beyond 32, 50 and 53 bits, negative
+_BASE = st.one_of(st.integers(0, 1 << 20), st.integers(U32 - 2000, U32 - 1), st.integers(U32, 1 << 40),
+                  st.sampled_from([0, 1, (1 << 50) - 3, 1 << 50, (1 << 53) + 1, (1 << 62) + 1, -1]))
+# ... and beyond int64 (then the arrays are not used): in a few examples only, so most
+# examples compare the arrays with the per-CPU path
+_WIDE = st.one_of(_BASE, st.sampled_from([(1 << 63) - 1, 1 << 63, U64 - 1, U64, -(1 << 63) - 1]))
+
+
+@st.composite
+def _pair(draw: st.DrawFn, step: int, base: st.SearchStrategy[int], plain: bool) -> tuple[int, int]:
+    """(before, now): a small step forwards on a plain CPU, else sometimes backwards,
+    wrapped past 32 bits, or two unrelated values."""
+    x = draw(base)
+    how = "up" if plain else draw(st.sampled_from(["up"] * 3 + ["same", "back", "wrap", "any"]))
+    if how == "up":
+        return x, x + draw(st.integers(0, step))
+    if how == "same":
+        return x, x
+    if how == "back":
+        return x, x - draw(st.integers(1, 1000))
+    if how == "wrap":
+        return U32 - draw(st.integers(1, 1000)), draw(st.integers(0, 1000))
+    return x, draw(base)
+
+
+def _build(draw: st.DrawFn, cpus: list[int], make, nfields: int, step: int, base: st.SearchStrategy[int]):
+    """Two mappings CPU -> dataclass, each CPU missing from either now and then."""
+    a, b = {}, {}
+    for cpu in cpus:
+        plain = draw(st.integers(0, 2)) > 0
+        pairs = [draw(_pair(step, base, plain)) for _ in range(nfields)]
+        if draw(st.integers(0, 9)):
+            a[cpu] = make(cpu, [p[0] for p in pairs])
+        if draw(st.integers(0, 9)):
+            b[cpu] = make(cpu, [p[1] for p in pairs])
+    return a, b
+
+
+def _snaps(draw: st.DrawFn, n: int):
+    cpus = sorted(draw(st.sets(st.integers(0, 3 * n), min_size=1, max_size=n)))
+    base = _WIDE if draw(st.integers(0, 9)) == 0 else _BASE
+    ta, tb = _build(draw, cpus, lambda c, v: CpuTimes(c, *v), 8, draw(st.sampled_from([2, 20, 200])), base)
+    sa, sb = _build(draw, cpus, lambda c, v: SoftirqCounts(c, *v), 2, 10_000, base)
+    backlog = draw(st.sampled_from([None, 0, 7]))
+    na, nb = _build(draw, cpus, lambda c, v: SoftnetRow(c, *v, backlog=backlog), 5, 10_000, base)
+    online = draw(st.sampled_from(["all", "none", "some"]))
+    on = tuple(cpus) if online == "all" else () if online == "none" else tuple(
+        c for c in cpus if draw(st.integers(0, 5)))
+    prev = Snapshot(t_mono=1.0, t_wall=1.0, host="h", kernel="k", online_cpus=tuple(cpus),
+                    interrupts=InterruptTable(()), softirqs=sa, cpu_times=ta, softnet=na)
+    cur = Snapshot(t_mono=2.0, t_wall=2.0, host="h", kernel="k", online_cpus=on,
+                   interrupts=InterruptTable(()), softirqs=sb, cpu_times=tb, softnet=nb)
+    return prev, cur
+
+
+def _same(got: dict, want: dict) -> None:
+    # repr: floats bit for bit (-0.0 is not 0.0), Python floats (not numpy's), same order
+    assert repr(list(got.items())) == repr(list(want.items()))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data(), st.integers(1, 12), st.sampled_from([1.0, 0.1, 0.7, 3.3333333, 1, 0.30000000000000004, 1e-9]))
+def test_the_arrays_give_what_the_per_cpu_path_gives(data, n, elapsed):
+    prev, cur = _snaps(data.draw, n)
+    cpus = sorted(set(cur.online_cpus) | set(cur.cpu_times) | set(prev.cpu_times))
+    want_p: list = []
+    want = R._cpu_rates_each(prev, cur, elapsed, want_p, cpus)
+    got_p: list = []
+    got = R._cpu_rates_arrays(prev, cur, elapsed, got_p, cpus)
+    if got is None:  # a value beyond int64: the per-CPU path for all (said by columns())
+        assert any(columns(m, f) is None for m, f in ((prev.cpu_times, TIMES), (cur.cpu_times, TIMES),
+                                                       (prev.softnet, SOFTNET), (cur.softnet, SOFTNET),
+                                                       (prev.softirqs, ("net_rx", "net_tx")),
+                                                       (cur.softirqs, ("net_rx", "net_tx"))))
+        return
+    _same(got, want)
+    assert got_p == want_p
+
+
+def _big(n: int, t: float, k: int, **change) -> Snapshot:
+    cpus = tuple(range(n))
+    times = {c: CpuTimes(c, 40 * k + c, 3, 20 * k, 1000 + 30 * k, 1, 2 * k, 5 * k + c % 3, 0) for c in cpus}
+    soft = {c: SoftirqCounts(c, 1000 * k + c, 10 * k) for c in cpus}
+    net = {c: SoftnetRow(c, 500 * k, c % 2 * k, k, 0, 0, backlog=c % 4) for c in cpus}
+    for cpu, row in change.get("times", {}).items():
+        times[cpu] = row
+    return Snapshot(t_mono=t, t_wall=t, host="h", kernel="k", online_cpus=change.get("online", cpus),
+                    interrupts=InterruptTable(()), softirqs=soft, cpu_times=times, softnet=net)
+
+
+def test_a_big_host_judges_only_the_cpus_with_a_problem_one_by_one(monkeypatch):
+    """At 1,024 CPUs only the CPU that counted more ticks than the clock allows and the
+    offline one walk the per-CPU path, and the figures and problem are those of that path."""
+    prev = _big(1024, 10.0, 1)
+    cur = _big(1024, 11.0, 2, times={7: CpuTimes(7, 20_047, 3, 40, 1060, 1, 4, 11, 0)},
+               online=tuple(c for c in range(1024) if c != 9))
+    walked: list[int] = []
+    one = R._one_cpu
+
+    def counting(prev, cur, cpu, elapsed, problems):
+        walked.append(cpu)
+        return one(prev, cur, cpu, elapsed, problems)
+
+    monkeypatch.setattr(R, "_one_cpu", counting)
+    problems: list = []
+    got = R.cpu_rates(prev, cur, 1.0, problems)
+    assert walked == [7, 9]
+    assert got[9].presence is R.Presence.OFFLINE and got[7].user_pct == 100.0 * 20_000 / 20_057
+    assert got[5].user_pct == 100.0 * 40 / 97 and got[5].net_rx_per_s == 1000.0
+    assert got[3].backlog == 3 and got[4].softnet_dropped_per_s == 0.0
+    assert len(problems) == 1 and "cpu7 counted 20057 ticks in 1.00 s" in problems[0].message
+    monkeypatch.setattr(R, "_one_cpu", one)
+    want_p: list = []
+    _same(got, R._cpu_rates_each(prev, cur, 1.0, want_p, list(range(1024))))
+    assert want_p == problems
+
+
+def test_a_count_that_is_no_int_takes_the_per_cpu_path():
+    """A damaged recording's float is not truncated into an int64 column."""
+    prev = _big(300, 10.0, 1)
+    cur = _big(300, 11.0, 2, times={4: CpuTimes(4, 80.5, 3, 40, 1060, 1, 4, 11, 0)})
+    assert columns(cur.cpu_times, TIMES) is None
+    assert R._cpu_rates_arrays(prev, cur, 1.0, [], list(range(300))) is None
+    got = R.cpu_rates(prev, cur, 1.0)
+    assert got[4].user_pct == 100.0 * (80.5 - 44) / (80.5 - 44 + 20 + 30 + 2 + 5)
