@@ -5,12 +5,16 @@ offline ones."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from nettop.doctor import window as W
+from nettop.doctor.window import Window
 from nettop.model import rates as R
 from nettop.model.counters import U32, U64
 from nettop.model.cpu_columns import columns, SOFTNET, TIMES
 from nettop.model.snapshot import CpuTimes, InterruptTable, Snapshot, SoftirqCounts, SoftnetRow
+from nettop.model.timeline import Point
 
 # a counter's earlier value: plain, near the top of 32 bits, beyond 32, 50 and 53 bits, negative
 _BASE = st.one_of(st.integers(0, 1 << 20), st.integers(U32 - 2000, U32 - 1), st.integers(U32, 1 << 40),
@@ -137,3 +141,80 @@ def test_a_count_that_is_no_int_takes_the_per_cpu_path():
     assert R._cpu_rates_arrays(prev, cur, 1.0, [], list(range(300))) is None
     got = R.cpu_rates(prev, cur, 1.0)
     assert got[4].user_pct == 100.0 * (80.5 - 44) / (80.5 - 44 + 20 + 30 + 2 + 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(1, 12), st.sampled_from([1.0, 0.7, 3.3333333, 5, 1e-9]))
+def test_the_doctors_window_on_arrays_gives_what_it_gives_per_cpu(data, n, elapsed):
+    """Window.cpu_pct, softnet and net_rx: the arrays (from ARRAYS_FROM CPUs) and the per-CPU
+    walk give the same figures, bit for bit, in the same order."""
+    prev, cur = _snaps(data.draw, n)
+    for before, after, what in ((prev.cpu_times, cur.cpu_times, "pct"), (prev.softnet, cur.softnet, SOFTNET),
+                                (prev.softirqs, cur.softirqs, ("net_rx", "net_tx"))):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(W, "ARRAYS_FROM", 1 << 30)
+            want = W._cpu_pct(before, after) if what == "pct" else W._per_s(before, after, what, len(what) - 1, elapsed)
+            mp.setattr(W, "ARRAYS_FROM", 1)
+            got = W._cpu_pct(before, after) if what == "pct" else W._per_s(before, after, what, len(what) - 1, elapsed)
+        assert repr(list(got.items())) == repr(list(want.items()))
+
+
+def test_the_window_of_a_big_host_is_that_of_its_cpus_one_by_one():
+    """At 1,024 CPUs (the arrays) the window's CPU figures are those of the per-CPU walk,
+    a CPU beyond 50 bits and one missing from the older sample included."""
+    prev = _big(1024, 10.0, 1)
+    cur = _big(1024, 15.0, 2, times={3: CpuTimes(3, (1 << 60) + 5, 3, 40, 1060, 1, 4, 10, 0)})
+    del prev.cpu_times[8]  # built for this test only: no snapshot is changed after its read
+    w = Window([Point(prev, None), Point(cur, None)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(W, "ARRAYS_FROM", 1 << 30)
+        one = Window([Point(prev, None), Point(cur, None)])
+        want = (one.cpu_pct(), one.softnet(), one.net_rx())
+    got = (w.cpu_pct(), w.softnet(), w.net_rx())
+    assert repr(got) == repr(want)
+    assert 8 not in got[0] and 3 in got[0] and got[0][5] == (100.0 * 5 / 97, 100.0 * 2 / 97, 100.0 * 30 / 97)
+    assert got[1][4] == (500 / 5.0, 0.0, 1 / 5.0, 0.0) and got[2][9] == 1000 / 5.0
+
+
+def test_a_generated_264_cpu_host_gets_the_same_rates_and_findings_from_the_arrays(tmp_path):
+    """GIVEN two reads of a generated 264-CPU host with two CPUs offline, WHEN the rates and
+    the doctor run on arrays (from ARRAYS_FROM CPUs) and one CPU at a time, THEN the rates,
+    problems and findings are the same."""
+    import dataclasses
+
+    from treegen import generate_tree
+
+    from nettop.collectors.host import HostReader
+    from nettop.doctor.engine import evaluate_window
+    from nettop.kernel.sysroot import SysRoot
+
+    kw = dict(cpus=264, irqs=1024, queues=32, offline=(5, 77))
+    t0, t1 = generate_tree(tmp_path / "t0", step=0, **kw), generate_tree(tmp_path / "t1", step=1, **kw)
+    with HostReader(SysRoot(str(t0))) as r0, HostReader(SysRoot(str(t1))) as r1:
+        a = r0.read()
+        b = r1.read()
+    b = dataclasses.replace(b, t_mono=a.t_mono + 1.0)
+
+    def run() -> tuple[str, list]:
+        rates = R.compute_rates(a, b)
+        window = Window([Point(a, None), Point(b, rates)])
+        return repr((rates.cpus, rates.problems)), evaluate_window(window)
+
+    arrays = R._cpu_rates_arrays
+    took: list[bool] = []
+
+    def counted(*args):
+        out = arrays(*args)
+        took.append(out is not None)
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "_cpu_rates_arrays", counted)
+        got = run()
+    assert took == [True]  # the rates were those of the arrays
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "ARRAYS_FROM", 1 << 30)
+        mp.setattr(W, "ARRAYS_FROM", 1 << 30)
+        want = run()
+    assert got == want
+    assert got[1], "the generated host shows findings to compare"

@@ -2,24 +2,112 @@
 
 Averaging each tick's rates would cost one pass per tick over every CPU and IRQ; the
 difference of two snapshots gives the same mean over the window in one pass, and only
-for what a rule asks (each figure is computed on first use and kept). Counters that went
-backwards are judged by `model.counters.delta` (wrap or reset) as the rates are.
+for what a rule asks (each figure is computed on first use and kept). From ARRAYS_FROM
+CPUs that pass is made on the snapshots' per-CPU columns (model/cpu_columns.py, which
+the tick's rates gathered already for the newest snapshot), with the same expressions.
+Counters that went backwards are judged by `model.counters.delta` (wrap or reset) as
+the rates are.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from nettop.model.counters import U32, U64, delta
 from nettop.model.counts import CountMatrix, numpy, table_matrix
-from nettop.model.snapshot import Snapshot
+from nettop.model.cpu_columns import ARRAYS_FROM, EXACT, SOFTIRQS, SOFTNET, TIMES, columns
+from nettop.model.snapshot import CpuTimes, Snapshot
 from nettop.model.timeline import Event, Point
 from nettop.ping.stats import LatencyStats
 
 
 def _d(a: int, b: int, modulus: int) -> int:
     return b - a if b >= a else delta(a, b, modulus)[0]
+
+
+def _cpu_pct_one(a: CpuTimes, b: CpuTimes) -> tuple[float, float, float] | None:
+    total = b.total - a.total
+    if total <= 0:
+        return None
+    return (100.0 * (b.softirq - a.softirq) / total, 100.0 * (b.irq - a.irq) / total,
+            100.0 * (b.idle + b.iowait - a.idle - a.iowait) / total)
+
+
+def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> dict[int, tuple[float, float, float]]:
+    """`Window.cpu_pct`: on arrays from ARRAYS_FROM CPUs (model/cpu_columns.py), with the
+    same expressions in the same order, so the floats are those of `_cpu_pct_one`."""
+    out: dict[int, tuple[float, float, float]] = {}
+    cb = columns(after, TIMES) if len(after) >= ARRAYS_FROM else None
+    ca = columns(before, TIMES) if cb is not None else None
+    if cb is None or ca is None:
+        for cpu, b in after.items():
+            a = before.get(cpu)
+            if a is not None:
+                got = _cpu_pct_one(a, b)
+                if got is not None:
+                    out[cpu] = got
+        return out
+    np = numpy()
+    tb: Any = cb.values  # (numpy's stubs type a reduction as "bool | Any")
+    ta, has = ca.aligned(cb.cpus)
+    dt = tb - ta
+    total = dt.sum(axis=1)
+    exact = ((ta > -EXACT) & (ta < EXACT) & (tb > -EXACT) & (tb < EXACT)).all(axis=1)
+    keep = (total > 0) if has is None else has & (total > 0)
+    div = np.where(keep, total, 1)
+    soft = (100.0 * dt[:, 6] / div).tolist()  # cpu_columns.TIMES: softirq, irq, idle, iowait
+    hard = (100.0 * dt[:, 5] / div).tolist()
+    idle = (100.0 * (tb[:, 3] + tb[:, 4] - ta[:, 3] - ta[:, 4]) / div).tolist()
+    if exact.all():
+        return {cpu: (s, h, i) for cpu, s, h, i, k in zip(cb.cpus, soft, hard, idle, keep.tolist()) if k}
+    for cpu, ok, k, s, h, i in zip(cb.cpus, exact.tolist(), keep.tolist(), soft, hard, idle):
+        if not ok:  # beyond 50 bits: Python's ints
+            a = before.get(cpu)
+            got = _cpu_pct_one(a, after[cpu]) if a is not None else None
+            if got is not None:
+                out[cpu] = got
+        elif k:
+            out[cpu] = (s, h, i)
+    return out
+
+
+def _per_s(before: Mapping[int, Any], after: Mapping[int, Any], fields: tuple[str, ...], n: int,
+           elapsed: float) -> dict[int, tuple[float, ...]]:
+    """CPU -> the first `n` of `fields` per second, for the CPUs of `after` that `before`
+    has, each as `_d(a, b, U32) / elapsed`; on arrays from ARRAYS_FROM CPUs, where only
+    the CPUs with a count backwards or beyond 50 bits are judged one by one."""
+    get = operator.attrgetter(*fields[:n])
+    cb = columns(after, fields) if len(after) >= ARRAYS_FROM else None
+    ca = columns(before, fields) if cb is not None else None
+    if cb is None or ca is None:
+        out: dict[int, tuple[float, ...]] = {}
+        for cpu, b in after.items():
+            a = before.get(cpu)
+            if a is not None:
+                out[cpu] = _per_s_one(get, a, b, n, elapsed)
+        return out
+    vb: Any = cb.values[:, :n]
+    va, has = ca.aligned(cb.cpus)
+    va = va[:, :n]
+    plain = ((va >= 0) & (va <= vb) & (vb < EXACT)).all(axis=1)
+    per_s = (vb - va) / elapsed
+    rates = list(zip(*(per_s[:, i].tolist() for i in range(n))))  # no list per CPU on the way
+    if has is None and plain.all():
+        return dict(zip(cb.cpus, rates))
+    out = {}
+    there = has.tolist() if has is not None else [True] * len(rates)
+    for cpu, ok, rate, known in zip(cb.cpus, plain.tolist(), rates, there):
+        if known:  # not `ok`: a count backwards or beyond 50 bits, for `_d` to judge
+            out[cpu] = rate if ok else _per_s_one(get, before[cpu], after[cpu], n, elapsed)
+    return out
+
+
+def _per_s_one(get: Any, a: Any, b: Any, n: int, elapsed: float) -> tuple[float, ...]:
+    xs, ys = get(a), get(b)
+    if n == 1:
+        return (_d(xs, ys, U32) / elapsed,)
+    return tuple(_d(x, y, U32) / elapsed for x, y in zip(xs, ys))
 
 
 class Window:
@@ -71,49 +159,26 @@ class Window:
         """CPU -> (softirq %, hardirq %, idle %) over the window."""
         got = self._cpu_pct
         if got is None:
-            out: dict[int, tuple[float, float, float]] = {}
-            before = self.first.cpu_times
-            for cpu, b in self.last.cpu_times.items():
-                a = before.get(cpu)
-                if a is None:
-                    continue
-                total = b.total - a.total
-                if total <= 0:
-                    continue
-                out[cpu] = (100.0 * (b.softirq - a.softirq) / total, 100.0 * (b.irq - a.irq) / total,
-                            100.0 * (b.idle + b.iowait - a.idle - a.iowait) / total)
-            self._cpu_pct = got = out
+            self._cpu_pct = got = _cpu_pct(self.first.cpu_times, self.last.cpu_times)
         return got
 
     def softnet(self) -> Mapping[int, tuple[float, float, float, float]]:
         """CPU -> (processed/s, dropped/s, time_squeeze/s, received_rps/s)."""
         got = self._softnet
         if got is None:
-            out: dict[int, tuple[float, float, float, float]] = {}
-            if self.has_rates:
-                e = self.elapsed
-                before = self.first.softnet
-                for cpu, b in self.last.softnet.items():
-                    a = before.get(cpu)
-                    if a is not None:
-                        out[cpu] = (_d(a.processed, b.processed, U32) / e, _d(a.dropped, b.dropped, U32) / e,
-                                    _d(a.time_squeeze, b.time_squeeze, U32) / e,
-                                    _d(a.received_rps, b.received_rps, U32) / e)
-            self._softnet = got = out
+            four = _per_s(self.first.softnet, self.last.softnet, SOFTNET, 4, self.elapsed) if self.has_rates else {}
+            self._softnet = got = cast("dict[int, tuple[float, float, float, float]]", four)
         return got
 
     def net_rx(self) -> Mapping[int, float]:
         """CPU -> NET_RX softirqs/s."""
         got = self._net_rx
         if got is None:
-            out: dict[int, float] = {}
+            got = {}
             if self.has_rates:
-                before = self.first.softirqs
-                for cpu, b in self.last.softirqs.items():
-                    a = before.get(cpu)
-                    if a is not None:
-                        out[cpu] = _d(a.net_rx, b.net_rx, U32) / self.elapsed
-            self._net_rx = got = out
+                got = {cpu: v[0] for cpu, v in _per_s(self.first.softirqs, self.last.softirqs, SOFTIRQS, 1,
+                                                     self.elapsed).items()}
+            self._net_rx = got
         return got
 
     # --- IRQs, links, queues -----------------------------------------------------------
@@ -157,7 +222,10 @@ class Window:
             if d is not None:
                 acc = d if acc is None else list(map(operator.add, acc, d))
         if rows and m is not None:
-            got = m[1][rows].sum(axis=0).tolist()
+            lo, hi = min(rows), max(rows)
+            # a NIC's queue IRQs are usually adjacent rows: a slice, not a copy of them
+            block = m[1][lo:hi + 1] if hi - lo + 1 == len(rows) == len(set(rows)) else m[1][rows]
+            got = block.sum(axis=0).tolist()
             acc = got if acc is None else list(map(operator.add, acc, got))
         return acc
 
@@ -178,10 +246,26 @@ class Window:
             return None
         return sum(d), d.index(max(d))
 
+    def irq_peaks(self, irqs: Iterable[int]) -> list[tuple[int, int] | None]:
+        """`irq_peak` of each of `irqs` (a NIC's 256 queue IRQs in one call)."""
+        m = self._irq_matrix()
+        if m is None or not m[1].shape[1]:
+            return [self.irq_peak(irq) for irq in irqs]
+        if self._irq_peaks is None:
+            self._irq_peaks = (m[1].sum(axis=1).tolist(), m[1].argmax(axis=1).tolist())
+        totals, peaks = self._irq_peaks
+        index = m[0].index
+        out: list[tuple[int, int] | None] = []
+        for irq in irqs:
+            row = index(irq)
+            out.append((totals[row], peaks[row]) if row is not None else self.irq_peak(irq))
+        return out
+
     def _irq_matrix(self) -> tuple[CountMatrix, Any] | None:
         """(the last sample's count matrix, whose `index` gives an IRQ's row; the window's
-        per-CPU interrupts, int64, in its rows) when both samples' counts are one count
-        matrix each, of the same IRQs and CPUs (model/counts.py); else None (per-IRQ lists)."""
+        per-CPU interrupts, uint32 as the counts (a 32-bit count's step fits), in its rows)
+        when both samples' counts are one count matrix each, of the same IRQs and CPUs
+        (model/counts.py); else None (per-IRQ lists)."""
         if self._irq_m_done:
             return self._irq_m
         self._irq_m_done = True
@@ -190,15 +274,12 @@ class Window:
         ma, mb = table_matrix(a), table_matrix(b)
         if (ma is not None and mb is not None and ma.same_layout(mb) and a.cpus == b.cpus
                 and self.has_rates):
-            np = numpy()  # loaded already: the reader made these matrices
-            before = ma.values.astype(np.int64)
-            d = mb.values.astype(np.int64) - before
-            back = d < 0
+            va, vb = ma.values, mb.values
+            d = vb - va  # uint32: a wrap's step is the difference modulo 2**32
+            back = vb < va
             if back.any():  # as `_d`: a wrap near the top of 32 bits, else a reset from 0
-                wrap = back & (before >= U32 - (U32 >> 2)) & (mb.values < (U32 >> 2))
-                d[wrap] += U32
-                reset = back & ~wrap
-                d[reset] = mb.values[reset]
+                reset = back & ~((va >= U32 - (U32 >> 2)) & (vb < (U32 >> 2)))
+                d[reset] = vb[reset]
             got = (mb, d)
         self._irq_m = got
         return got

@@ -33,6 +33,10 @@ TIMES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal") 
 SOFTIRQS = ("net_rx", "net_tx")
 SOFTNET = ("processed", "dropped", "time_squeeze", "received_rps", "flow_limit_count")
 
+# From this many CPUs the per-CPU figures are computed on these arrays: numpy (~90 ms to
+# load) pays for itself within a tick or two there, and a small host never loads it.
+ARRAYS_FROM = 256
+
 # ints below this in magnitude, and sums of eight of them, are exact in int64 and float64,
 # so the arrays give the IEEE result Python gives for the same expression on ints
 EXACT = 1 << 50

@@ -19,11 +19,11 @@ import math
 import operator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from nettop.model.counters import U32, U64, Step, delta
 from nettop.model.counts import numpy, table_matrix
-from nettop.model.cpu_columns import EXACT, SOFTIRQS, SOFTNET, TIMES, columns
+from nettop.model.cpu_columns import ARRAYS_FROM, EXACT, SOFTIRQS, SOFTNET, TIMES, columns
 from nettop.model.problems import Problem
 from nettop.model.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
 
@@ -149,16 +149,11 @@ def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
     if problems is None:
         problems = []
     cpus = sorted(set(cur.online_cpus) | set(cur.cpu_times) | set(prev.cpu_times))
-    if len(cpus) >= _ARRAYS_FROM and elapsed > 0 and math.isfinite(elapsed):
+    if len(cpus) >= ARRAYS_FROM and elapsed > 0 and math.isfinite(elapsed):
         got = _cpu_rates_arrays(prev, cur, elapsed, problems, cpus)
         if got is not None:
             return got
     return _cpu_rates_each(prev, cur, elapsed, problems, cpus)
-
-
-# From this many CPUs the rates are computed on arrays (cpu_columns.py): numpy (~90 ms to
-# load) pays for itself within a tick or two there, and a small host never loads it.
-_ARRAYS_FROM = 256
 
 
 def _cpu_rates_each(prev: Snapshot, cur: Snapshot, elapsed: float, problems: list[Problem],
@@ -220,12 +215,12 @@ _TIME_PCT = [0, 2, 3, 4, 5, 6, 7]  # _TIME_FIELDS among cpu_columns.TIMES (nice 
 def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: list[Problem],
                       cpus: list[int]) -> dict[int, CpuRates] | None:
     """`_cpu_rates_each` on arrays: every CPU whose counts need no judging (online, each
-    32-bit count within its width and not backwards, the times within 50 bits and no more
-    ticks than the clock allows) is computed at once, with the same expressions in the same order, so the
-    floats are those of the per-CPU path; the others (offline, a step backwards, a
-    corrupt count) go through `_one_cpu` in CPU order, so the problems are the same
-    problems in the same order. None when a snapshot holds a value that is not an int
-    within int64: then every CPU takes the per-CPU path."""
+    32-bit count within its width and not backwards, the times within 50 bits and no
+    more ticks than the clock allows) is computed at once, with the same expressions in
+    the same order, so the floats are those of the per-CPU path; the others (offline, a
+    step backwards, a corrupt count) go through `_one_cpu` in CPU order, so the problems
+    are the same problems in the same order. None when a snapshot holds a value that is
+    not an int within int64: then every CPU takes the per-CPU path."""
     np = numpy()
     got = [columns(m, f) for m, f in ((prev.cpu_times, TIMES), (cur.cpu_times, TIMES),
                                        (prev.softirqs, SOFTIRQS), (cur.softirqs, SOFTIRQS),

@@ -46,9 +46,10 @@ def rss_imbalance(ctx: Context) -> Iterator[Finding]:
         per_q = w.queue_pps(name, "rx")
         if not per_q:  # no per-queue counters: judge by the queue IRQs' rates
             qm = snap.queue_maps.get(name)
-            for q in qm.queues if qm else ():
-                if q.kind in ("rx", "combined") and q.irqs:
-                    per_q[q.index] = sum((w.irq_peak(i) or (0, 0))[0] for i in q.irqs) / (w.elapsed or 1.0)
+            queues = [q for q in qm.queues if q.kind in ("rx", "combined") and q.irqs] if qm else []
+            peaks = iter(w.irq_peaks([i for q in queues for i in q.irqs]))
+            for q in queues:
+                per_q[q.index] = sum((next(peaks) or (0, 0))[0] for _ in q.irqs) / (w.elapsed or 1.0)
         if len(per_q) < 2:
             continue
         total = sum(per_q.values())
@@ -82,6 +83,7 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
     total_rx = sum(net_rx.values())
     if total_rx <= 0:
         return
+    by_rx: list[int] | None = None
     for name in nics(snap):
         link = w.link(name)
         if link is None or link[0] < T.BUSY_PPS:
@@ -90,7 +92,9 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
         node = local_cpus(snap, name)
         if nq < 1 or nq >= len(node):
             continue
-        busiest = sorted(net_rx, key=lambda c: net_rx[c], reverse=True)[:nq]
+        if by_rx is None:  # the same order for every NIC: sorted once
+            by_rx = sorted(net_rx, key=lambda c: net_rx[c], reverse=True)
+        busiest = by_rx[:nq]
         share = sum(net_rx[c] for c in busiest) / total_rx
         top = busiest[0]
         soft = loads.get(top, (0.0, 0.0, 0.0))[0]
