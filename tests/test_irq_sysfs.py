@@ -15,8 +15,9 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nettop.collectors import cpus, interrupts
 from nettop.collectors.host import HostReader
@@ -167,31 +168,84 @@ def test_a_per_cpu_count_cut_at_page_size_falls_back_to_proc_interrupts(tmp_path
     assert snap.interrupts.irqs[24].counts is not None
 
 
-def test_parsing_only_the_changed_fields_gives_the_whole_line():
-    import random
+def _full(text: bytes) -> list[int]:
+    return [int(x) for x in text.rstrip(b"\n").split(b",")]
 
-    from nettop.collectors.irq_sysfs import _parse
 
-    rnd = random.Random(29)
-    for _ in range(3000):
-        n = rnd.randrange(1, 40)
-        old = [rnd.choice([0, 0, 5, 123, 99999, rnd.randrange(1 << 32)]) for _ in range(n)]
-        new = list(old)
-        for _ in range(rnd.randrange(0, 4)):  # a few CPUs' counts move, by any amount
-            i = rnd.randrange(n)
-            new[i] = rnd.choice([0, 1, 10, old[i] + 1, old[i] * 10 % (1 << 32), rnd.randrange(1 << 32)])
-        text, prev = ",".join(map(str, new)), ",".join(map(str, old))
-        row = list(old)
-        got = _parse(text, prev, row)
-        assert got is not None and row == new
-        # the last tick's span as a hint, right or wrong, gives the same values, also in
-        # a row of the reader's matrix
-        for hint in (got, (rnd.randrange(len(prev) + 1), rnd.randrange(len(prev) + 1))):
-            for again in (list(old), np.array(old, dtype=np.uint32)):
-                assert _parse(text, prev, again, hint) is not None and list(again) == new, (text, prev, hint)
-    for bad in ("1,x,3", "1,2", "1,4294967296,3"):  # not a number, a field lost, wider than u32
-        row = [1, 2, 3]
-        assert _parse(bad, "1,2,3", row) is None and row == [1, 2, 3]  # and the row untouched
+def _seen_at(prev: bytes, a: int, b: int) -> tuple[bytes, bytes, bytes, int, int]:
+    """A state `_delta` accepts: `prev` with the fields before field a and after field b
+    as its unchanged head and tail (any such split of the last read is a valid one)."""
+    fields = prev.rstrip(b"\n").split(b",")
+    head = b"".join(f + b"," for f in fields[:a])
+    tail = b"".join(b"," + f for f in fields[b + 1:])
+    return prev, head, tail, a, len(fields) - b - 1
+
+
+def _apply(row: list[int], got: tuple[int, list[int], object]) -> list[int]:
+    first, vals, _ = got
+    return row[:first] + vals + row[first + len(vals):]
+
+
+_U32_VALUES = st.one_of(st.sampled_from([0, 1, 9, 10, 99, 100, 123, 99999, (1 << 32) - 1]),
+                        st.integers(0, (1 << 32) - 1))
+
+
+@settings(derandomize=True, max_examples=400, deadline=None, database=None)
+@given(st.data())
+def test_parsing_only_the_changed_fields_gives_the_whole_line(data):
+    """Tick after tick, a line whose counts move anywhere (the same CPU again, another,
+    several, by any number of digits) reads as its full parse, whatever the last span."""
+    from nettop.collectors.irq_sysfs import _delta
+
+    n = data.draw(st.integers(1, 40))
+    row = data.draw(st.lists(_U32_VALUES, min_size=n, max_size=n))
+    text = ",".join(map(str, row)).encode() + b"\n"
+    a = data.draw(st.integers(0, n - 1))
+    seen = _seen_at(text, a, data.draw(st.integers(a, n - 1)))
+    cpus = st.integers(0, n - 1)
+    usual = data.draw(st.lists(cpus, min_size=1, max_size=2))  # where its interrupts go
+    for _ in range(data.draw(st.integers(1, 10))):
+        new = list(row)
+        hot = data.draw(st.lists(st.one_of(st.sampled_from(usual), st.sampled_from(usual), cpus), max_size=3))
+        for i in hot:
+            new[i] = data.draw(st.one_of(_U32_VALUES, st.just(min(row[i] + 1, (1 << 32) - 1))))
+        text = ",".join(map(str, new)).encode() + b"\n"
+        if text == seen[0]:
+            continue  # the reader skips an unchanged file before it asks
+        got = _delta(text, seen, n)
+        assert got is not None and _apply(row, got) == new == _full(text), (text, seen)
+        row, seen = new, got[2]
+
+
+def test_a_line_that_is_not_n_counts_is_refused():
+    from nettop.collectors.irq_sysfs import _delta
+
+    good = b"1,2,3\n"
+    for bad in (b"1,x,3\n", b"1,2\n", b"1,2,3,4\n", b"1,4294967296,3\n", b"1,,3\n", b"1,+2,3\n",
+                b"1, 2,3\n", b"1,\xb2,3\n", b"1,22222222222,3\n", b"1,2,3\n\n", b"\n", b"7\n", b"1,7\n",
+                b"1,2,3"):
+        for a, b in ((0, 2), (1, 1), (0, 0), (2, 2)):  # every last span
+            assert _delta(bad, _seen_at(good, a, b), 3) is None, (bad, a, b)
+
+
+def test_an_irq_that_fires_on_the_same_cpu_again_is_parsed_without_a_search():
+    """The common case on a big host: one field of 1,024 moves, where it moved last tick.
+    The last span is confirmed as it stands (the same head, no halving) and only that
+    field is parsed."""
+    from nettop.collectors.irq_sysfs import _delta
+
+    row = [0] * 1024
+    row[700] = 5
+    first = ",".join(map(str, row)).encode() + b"\n"
+    seen = (first, b"", b"", 0, 0)
+    for k, count in enumerate((9, 10, 99999, 100000, 4294967295)):
+        row[700] = count
+        text = ",".join(map(str, row)).encode() + b"\n"
+        got = _delta(text, seen, 1024)
+        assert got is not None and got[:2] == (700, [count])
+        if k:  # from the second move on: the span found by the first
+            assert got[2][1] is seen[1] and got[2][2] is seen[2]
+        seen = got[2]
 
 
 @pytest.mark.parametrize("offline", [(), (5,)])

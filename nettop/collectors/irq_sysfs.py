@@ -47,13 +47,17 @@ _U32 = 1 << 32
 Want = Callable[[int, str], bool]
 
 
-def _read(path: str) -> str:
+def _read_bytes(path: str) -> bytes:
     """One small sysfs file (one page at most) with the fewest system calls."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return os.read(fd, 65536).decode("latin-1")
+        return os.read(fd, 65536)
     finally:
         os.close(fd)
+
+
+def _read(path: str) -> str:
+    return _read_bytes(path).decode("latin-1")
 
 
 def _meta(base: str, irq: int) -> Irq | None:
@@ -93,9 +97,9 @@ class SysfsIrqReader:
         self._want: Want | None = None
         self._refused: tuple[str, int] | None = None  # (directory, link count) that failed
         self._paths: dict[int, str] = {}  # followed IRQ -> its per_cpu_count path
-        # followed IRQ -> (raw text, without its newline, where the line changed: common
-        # prefix and suffix lengths) of the last read; its values are its row of `_m`
-        self._last: dict[int, tuple[str, str, tuple[int, int]]] = {}
+        # followed IRQ -> its last read and where it changed (`_Seen`, see `_delta`); its
+        # values are its row of `_m`
+        self._last: dict[int, _Seen] = {}
         self._rows: tuple[int, ...] = ()  # the followed IRQs, in `_m`'s rows
         self._m: Any = None  # their counts on every possible CPU (numpy, made on the first tick)
         self._cols: list[int] | None = None  # the online CPUs' columns of the last table
@@ -152,16 +156,16 @@ class SysfsIrqReader:
             except OSError:
                 pass
 
-    def _text(self, path: str) -> str:
-        """The file's text: through a held descriptor on the live kernel, else opened."""
+    def _held(self, path: str) -> bytes:
+        """The file's bytes through a held descriptor (the live kernel), else opened."""
         fd = self._fds.get(path)
         if fd is None:
-            if not self._hold or len(self._fds) >= self.max_open:
-                return _read(path)
+            if len(self._fds) >= self.max_open:
+                return _read_bytes(path)
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             self._fds[path] = fd
         try:
-            return os.pread(fd, 65536, 0).decode("latin-1")
+            return os.pread(fd, 65536, 0)
         except OSError:
             del self._fds[path]  # the IRQ went away (ENODEV): the caller looks again
             os.close(fd)
@@ -240,38 +244,49 @@ class SysfsIrqReader:
             self._rows, self._m, self._last = rows, np.zeros((len(rows), n), DTYPE), {}
         m = self._m
         last = self._last
+        hold = self._hold
         for i, (irq, path) in enumerate(paths.items()):
             try:
-                text = self._text(path)
+                if hold:
+                    text = self._held(path)
+                else:  # inline: 500 files a tick on a big host
+                    fd = os.open(path, os.O_RDONLY)
+                    try:
+                        text = os.read(fd, 65536)
+                    finally:
+                        os.close(fd)
             except OSError:
                 return None  # gone since discovery
-            prev = last.get(irq)
-            if prev is not None and prev[0] == text:
+            seen = last.get(irq)
+            if seen is not None and seen[0] == text:
                 continue
             self._counted_bare = None  # a row moves: the table is made anew, even after a refusal
-            if not text.endswith("\n"):
+            if not text.endswith(b"\n"):
                 self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
                                         "PAGE_SIZE (too many CPUs for one page)")
                 return None
-            body = text[:-1]
-            hint: tuple[int, int] | None = (0, 0)
-            if prev is not None:
-                hint = _parse(body, prev[1], m[i], prev[2])
-            else:
-                parts = body.split(",")
-                if len(parts) != n:
-                    self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
-                                            f"counts for {n} possible CPUs")
+            if seen is not None:
+                got = _delta(text, seen, n)
+                if got is None:
+                    self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                     return None
-                vals = _parse_all(parts)
-                if vals is not None:
-                    m[i] = vals
+                first, vals, last[irq] = got
+                if len(vals) == 1:
+                    m[i, first] = vals[0]
                 else:
-                    hint = None
-            if hint is None:
+                    m[i, first:first + len(vals)] = vals
+                continue
+            parts = text[:-1].split(b",")
+            if len(parts) != n:
+                self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
+                                        f"counts for {n} possible CPUs")
+                return None
+            vals = _parse_all(parts)
+            if vals is None:
                 self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                 return None
-            last[irq] = (text, body, hint)
+            m[i] = vals
+            last[irq] = (text, b"", b"", 0, 0)
         irqs = dict(self._bare)
         if self._counted_bare is not self._bare or cols != self._cols:
             # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
@@ -304,17 +319,16 @@ def _fd_budget() -> int:
     return max(0, min(1024, soft // 4))
 
 
-def _parse_all(parts: list[str]) -> list[int] | None:
+def _parse_all(parts: list[bytes]) -> list[int] | None:
     """Every field as an unsigned 32-bit count, or None (checked with C-level calls: a
-    1,024-CPU line is 1,024 fields)."""
-    joined = "".join(parts)
-    if not (joined.isascii() and joined.isdigit()) or max(map(len, parts)) > 10 or min(map(len, parts)) == 0:
+    1,024-CPU line is 1,024 fields; `bytes.isdigit` is ASCII digits only)."""
+    if not b"".join(parts).isdigit() or max(map(len, parts)) > 10 or min(map(len, parts)) == 0:
         return None
     vals = list(map(int, parts))
     return vals if max(vals) < _U32 else None
 
 
-def _common(a: str, b: str, suffix: bool) -> int:
+def _common(a: bytes, b: bytes, suffix: bool) -> int:
     """Length of the common prefix (or suffix) of a and b, by halving: each step is one
     C-level comparison of two slices, ~12 for a page."""
     lo, hi = 0, min(len(a), len(b))
@@ -328,37 +342,48 @@ def _common(a: str, b: str, suffix: bool) -> int:
     return lo
 
 
-def _parse(text: str, prev_text: str, row: Any, hint: tuple[int, int] = (0, 0)) -> tuple[int, int] | None:
-    """Only the fields between the first and the last character that differ from the
-    last read are parsed: a queue IRQ fires on a few CPUs, and the other ~1,000 fields
-    of its line repeat tick after tick. `row` holds the last read's values (a list, or the
-    reader's matrix row) and is updated in place. `hint` is the last tick's (common prefix,
-    common suffix): an IRQ fires on the same CPUs tick after tick, so two comparisons
-    usually confirm it; else they are found by halving. Returns the new hint, or None
-    (the row untouched) when the text is not n 32-bit counts."""
-    n = len(row)
-    pre, suf = hint
-    short = min(len(text), len(prev_text))
-    if not (0 < pre + suf <= short and text.startswith(prev_text[:pre])
-            and text.endswith(prev_text[len(prev_text) - suf:])):
-        pre = _common(text, prev_text, False)
-        suf = min(_common(text, prev_text, True), short - pre)
-    start = text.rfind(",", 0, pre) + 1  # the first changed field starts here
-    end = text.find(",", len(text) - suf)  # and the last one ends here
-    if end < 0:
-        end = len(text)
-    before = text.count(",", 0, start)
-    after = text.count(",", end)
-    mid = text[start:end].split(",")
+# A per_cpu_count as last read: (its bytes, newline included; the fields before the span
+# that last changed, each with its comma; the fields after it, each comma first; how many
+# fields each of those holds)
+_Seen = tuple[bytes, bytes, bytes, int, int]
+
+
+def _delta(text: bytes, seen: _Seen, n: int) -> tuple[int, list[int], _Seen] | None:
+    """The fields of `text` (a per_cpu_count with its newline, n counts) that may differ
+    from the last read `seen`: (index of the first, their values, what to pass next
+    tick), or None when the text is not n 32-bit counts. Only the span between the
+    first and the last changed character is parsed: a queue IRQ fires on a few CPUs, and
+    the other ~1,000 fields of its line repeat tick after tick. It fires on the same CPU
+    tick after tick too, so the last tick's span is tried first: when the text still
+    starts with the fields before it and ends with those after it, that one field is
+    all there is to parse (two C-level comparisons, no search and no counting of commas:
+    the fields outside are the same bytes, so they are as many as last time)."""
+    prev, head, tail, before, after = seen
+    end = len(text) - 1  # the newline
+    if len(head) + len(tail) < end and before + 1 + after == n and text.startswith(head) \
+            and text.endswith(tail, 0, end):
+        field = text[len(head):end - len(tail)]
+        if field.isdigit() and len(field) <= 10:  # one field, an ASCII decimal (no comma)
+            value = int(field)
+            if value < _U32:
+                return before, [value], (text, head, tail, before, after)
+    # where it changed this time, found by halving (bytes without the newlines)
+    body, last = text[:end], prev[:-1]
+    short = min(end, len(last))
+    pre = _common(body, last, False)
+    suf = min(_common(body, last, True), short - pre)
+    start = body.rfind(b",", 0, pre) + 1  # the first changed field starts here
+    stop = body.find(b",", end - suf)  # and the last one ends here
+    if stop < 0:
+        stop = end
+    before = body.count(b",", 0, start)
+    after = body.count(b",", stop)
+    mid = body[start:stop].split(b",")
     if before + len(mid) + after != n:
-        parts = text.split(",")
+        parts = body.split(b",")
         got = _parse_all(parts) if len(parts) == n else None
-        if got is None:
-            return None
-        row[:] = got
-        return (0, 0)
+        return None if got is None else (0, got, (text, b"", b"", 0, 0))
     got = _parse_all(mid)
     if got is None:
         return None
-    row[before:n - after] = got
-    return (start, len(text) - end)
+    return before, got, (text, body[:start], body[stop:], before, after)
