@@ -212,3 +212,41 @@ def test_journal_watch_names_what_each_new_line_changes(tmp_path):
         f.write('_cpus","params":{"ifname":"eth9","queue":1}}}\nnot json\n{"op":"end","id":3}\n')
     assert watch.poll() == ({"eth9", "eth7"}, set())
     assert watch.poll() == (set(), set())
+
+
+def test_what_a_quiet_interface_gives_out_tick_after_tick_equals_a_fresh_build(tmp_path):
+    """The rotation keeps each interface's last output and its rotation items while the
+    listing stays and no queue of it is read again; through queue files that change,
+    queues that go and come back, a device that loses BQL and nettop's notices, every
+    tick equals a rotation that builds everything afresh."""
+    import shutil
+
+    from nettop.collectors.settings_rotation import SettingsRotation
+
+    tree = generate_tree(tmp_path / "t", cpus=16, irqs=60, queues=8, nics=2)
+    root = SysRoot(str(tree))
+    links = {"eth0": 2, "eth1": 3}
+    irqs = list(range(24, 42))
+    kept, fresh = SettingsRotation(root, 4.0, 40), SettingsRotation(root, 4.0, 40)  # 200 files: 5 s
+    q = tree / "sys/class/net/eth1/queues"
+    steps = {
+        3: lambda: (q / "rx-5/rps_cpus").write_text("000000ff\n"),
+        5: lambda: shutil.move(q / "tx-7", tmp_path / "tx-7"),
+        7: lambda: (q / "tx-2/xps_cpus").write_text("00000004\n"),
+        9: lambda: shutil.move(tmp_path / "tx-7", q / "tx-7"),
+        11: lambda: kept.notice(["eth1"], [30]) or fresh.notice(["eth1"], [30]),
+        13: lambda: [shutil.rmtree(d / "byte_queue_limits") for d in q.glob("tx-*")],
+    }
+    gave_out_kept = 0
+    for tick in range(24):
+        steps.get(tick, lambda: None)()
+        for st in fresh._ifaces.values():
+            st.out = st.items = None
+        outs = [r.read(1000.0 + tick, links, lambda n: False, (), irqs) for r in (kept, fresh)]
+        assert outs[0] == outs[1], tick
+        gave_out_kept += sum(outs[0].queues[n] is kept._ifaces[(n, i)].out[1] for n, i in links.items())
+        assert len(outs[0].bql["eth1"]) == (7 if 5 <= tick < 9 else 8) or tick >= 13
+    assert gave_out_kept > 0
+    last = {(c.kind, c.index): c for c in outs[0].queues["eth1"]}
+    assert last[("rx", 5)].rps_cpus == "000000ff" and last[("tx", 2)].xps_cpus == "00000004"
+    assert outs[0].bql["eth1"] == () and len(last) == 16

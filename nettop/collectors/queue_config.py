@@ -18,6 +18,7 @@ when not root) become one Problem per interface and file, not one per queue.
 from __future__ import annotations
 
 import errno
+import functools
 import re
 
 from nettop.collectors.numbers import decimal
@@ -35,13 +36,20 @@ _FILES = {"rx": ("rps_cpus", "rps_flow_cnt"), "tx": ("xps_cpus", "xps_rxqs")}
 def parse_queue_dirs(names: list[str]) -> list[tuple[str, int]]:
     """("rx", 0), ("rx", 1), ("tx", 0) ... from the entries of sys/class/net/IF/queues,
     sorted rx before tx and by number (so "rx-10" follows "rx-9")."""
+    return list(_parsed(tuple(names)))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """Parsed once per listing: a 128-queue NIC's 256 entries are listed again every
+    tick (the queue map and the settings rotation), the same names in the same order."""
     out = []
     for name in names:
         m = _QUEUE_DIR.fullmatch(name)
         if m:
             out.append((m.group(1), int(m.group(2))))
     out.sort()
-    return out
+    return tuple(out)
 
 
 def list_queues(root: SysRoot, ifname: str) -> tuple[list[tuple[str, int]], list[Problem]]:

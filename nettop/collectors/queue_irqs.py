@@ -19,13 +19,13 @@ Naming also works on a captured /proc/interrupts without sysfs. A queue with no 
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from nettop.collectors.numbers import decimal
+from nettop.collectors.queue_config import parse_queue_dirs
 from nettop.model.problems import Problem
 from nettop.model.snapshot import InterruptTable, QueueIrqs, QueueMap
 from nettop.kernel.sysroot import SysRoot
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 # re.ASCII: `\d` would also match Unicode digits ("٣"), which no kernel prints.
 _BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _VIRTIO = re.compile(r"virtio\d+", re.ASCII)
-_QUEUE_DIR = re.compile(r"(rx|tx)-(\d{1,6})", re.ASCII)
 _PCI_VEC = re.compile(r"(?:mlx5_comp(\d{1,6})|mlx4-comp-(\d{1,6}))@pci:(\S+)", re.ASCII)
 
 
@@ -77,19 +76,7 @@ def read_queue_dirs(root: SysRoot, ifname: str) -> list[tuple[str, int]] | None:
         names = root.listdir(f"sys/class/net/{ifname}/queues")
     except OSError:
         return None
-    return list(_queue_names(tuple(names)))
-
-
-@functools.lru_cache(maxsize=256)
-def _queue_names(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
-    """The queue directories' names parsed, once per listing (a 128-queue NIC's listing
-    is the same tick after tick)."""
-    out = []
-    for n in names:
-        m = _QUEUE_DIR.fullmatch(n)
-        if m:
-            out.append((m.group(1), int(m.group(2))))
-    return tuple(sorted(out))
+    return parse_queue_dirs(names)
 
 
 SHARED = [("*", -1)]  # one vector for the whole device: serves every queue if none is specific

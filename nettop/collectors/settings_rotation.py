@@ -78,13 +78,19 @@ class _Entry(Generic[V]):
 
 
 class _Iface:
-    __slots__ = ("cfg", "bql", "has_bql", "problems")
+    __slots__ = ("cfg", "bql", "has_bql", "problems", "out", "items")
 
     def __init__(self) -> None:
         self.cfg: dict[tuple[str, int], _Entry[QueueConfig]] = {}
         self.bql: dict[int, _Entry[BqlState]] = {}
         self.has_bql: bool | None = None  # None: not known yet
         self.problems: list[Problem] = []  # of the last read of this interface's queues
+        # what the last tick gave out for its listing, while no queue of it is read again:
+        # (listing, queue settings, BQL states); 4 x 128 queues are 1,536 values a tick
+        self.out: tuple[list[tuple[str, int]], tuple[QueueConfig, ...], tuple[BqlState, ...]] | None = None
+        # the rotation's items of a listing whose every queue was read once: (listing,
+        # has_bql, [(item, cost in files)])
+        self.items: tuple[list[tuple[str, int]], bool | None, list[tuple[Key, int]]] | None = None
 
 
 class SettingsRotation:
@@ -141,11 +147,16 @@ class SettingsRotation:
             if on_screen(name) or name in dirty_ifs:
                 now[name] = list(queues)
                 continue
-            due = now[name] = [q for q in queues if q not in st.cfg]
-            tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
-            for q in queues:
-                if q not in due:
-                    present[("q", name, ifindex, q[0], q[1])] = QUEUE_FILES if q[0] == "rx" else tx_cost
+            cfg = st.cfg
+            due = now[name] = [q for q in queues if q not in cfg]
+            if due or st.items is None or st.items[1] != st.has_bql or st.items[0] != queues:
+                tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
+                items = [(("q", name, ifindex, kind, index), QUEUE_FILES if kind == "rx" else tx_cost)
+                         for kind, index in queues if (kind, index) in cfg]
+                st.items = None if due else (queues, st.has_bql, items)
+            else:  # the same queues as last tick, each read before: the same items
+                items = st.items[2]
+            present.update(items)
         wanted = set(irqs)
         screen = set(screen_irqs) & wanted | (dirty_irqs & wanted)
         irq_now = {i for i in wanted if i in screen or i not in self._aff}
@@ -203,9 +214,11 @@ class SettingsRotation:
             st = self._ifaces[(name, ifindex)]
             problems.extend(st.problems)
             listed = listing[name]
-            queues_out[name] = tuple(st.cfg[q].as_of(t) for q in listed if q in st.cfg)
-            bql_out[name] = tuple(st.bql[i].as_of(t) for k, i in listed if k == "tx" and i in st.bql) \
-                if st.has_bql else ()
+            if st.out is None or st.out[0] != listed:
+                st.out = (listed, tuple(st.cfg[q].as_of(t) for q in listed if q in st.cfg),
+                          tuple(st.bql[i].as_of(t) for k, i in listed if k == "tx" and i in st.bql)
+                          if st.has_bql else ())
+            queues_out[name], bql_out[name] = st.out[1], st.out[2]
         for i in sorted(wanted):
             problems.extend(self._aff_problems.get(i, ()))
         return SettingsRead(queues_out, bql_out, {i: self._aff[i].as_of(t) for i in sorted(wanted) if i in self._aff},
@@ -215,6 +228,7 @@ class SettingsRotation:
                      listed: list[tuple[str, int]]) -> int:
         """Read `due` queues of one interface into its state; returns the files read."""
         st = self._ifaces[(name, ifindex)]
+        st.out = None  # values change: what it gives out is made again
         probs: list[Problem] = []
         cfgs, _ = read_queues(self.root, name, due, probs)
         files = QUEUE_FILES * len(due)
