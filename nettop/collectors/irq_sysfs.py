@@ -281,11 +281,11 @@ class SysfsIrqReader:
                 self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
                                         f"counts for {n} possible CPUs")
                 return None
-            vals = _parse_all(parts)
-            if vals is None:
+            full = _parse_all(parts)
+            if full is None:
                 self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                 return None
-            m[i] = vals
+            m[i] = full
             last[irq] = (text, b"", b"", 0, 0)
         irqs = dict(self._bare)
         if self._counted_bare is not self._bare or cols != self._cols:
