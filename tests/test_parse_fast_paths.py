@@ -120,3 +120,23 @@ def test_a_cpu_twice_in_proc_stat_is_still_a_problem_on_the_fast_path_shape():
     text = "cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpu0 2 2 3 4 5 6 7 8 9 10\nintr 0\n"
     got, problems = parse_stat(text)
     assert got[0].user == 1 and any("two lines" in p.message for p in problems)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(13, 15), st.lists(st.tuples(st.lists(st.integers(0, (1 << 32) - 1), min_size=15, max_size=15),
+                                               st.one_of(st.integers(0, 8), st.integers(8190, 8200))),
+                                     min_size=1, max_size=8))
+def test_softnet_lines_of_a_current_kernel_give_what_the_row_by_row_path_gives(width, lines):
+    """Kernel-shaped lines with the CPU column are made into rows in one pass (no row
+    tuples, no `_row` per CPU); with ids repeated or beyond MAX_CPUS that pass steps aside,
+    and the result equals `_by_column` over the converted lines either way."""
+    from nettop.collectors import softnet
+
+    text = "".join(" ".join(f"{v:08x}" for v in fields[:12] + [cpu] + fields[13:width]) + "\n"
+                   for fields, cpu in lines)
+    columns = softnet._plainly_valid(text)
+    assert columns is not None  # the shape the kernel prints
+    problems: list = []
+    want = softnet._by_column(list(zip(*columns)), problems)
+    assert parse_softnet(text) == (want, problems)
+    assert parse_softnet(text, tuple(range(len(lines)))) == (want, problems)

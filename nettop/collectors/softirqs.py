@@ -12,6 +12,8 @@ either is a Problem and the rows are not shown (see docs/bad-input.md).
 
 from __future__ import annotations
 
+import functools
+
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import is_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
@@ -27,13 +29,12 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
     """NET_RX and NET_TX counts per CPU id from /proc/softirqs text."""
     problems: list[Problem] = []
     lines = text.split("\n")
-    cpus: list[int] = []
+    cpus: tuple[int, ...] = ()
     first = 0
     for first, line in enumerate(lines):
         if ":" not in line and "CPU" in line:
             # The header; vendor kernels may put a word before it or a line above it.
-            cpus = [int(t[3:]) for t in line.split()
-                    if t.startswith("CPU") and is_decimal(t[3:]) and len(t) <= 8]
+            cpus = _header_cpus(line)
             break
     if not cpus:
         return {}, [Problem(_SRC, f"{_SRC} has no CPU header line; NET_RX/NET_TX per CPU "
@@ -58,7 +59,7 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
             problems.append(malformed(_SRC, f"{name} row has a non-number"))
             bad.add(name)
             continue
-        vals = [int(v) for v in toks]
+        vals = list(map(int, toks))
         if vals and max(vals) > _U32:
             problems.append(Problem(_SRC, f"{_SRC} is corrupt: a {name} count is wider than 32 "
                                           "bits; network softirqs per CPU are not shown"))
@@ -79,8 +80,15 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
                                           "network softirqs per CPU are not shown"))
         return {}, problems
     rx, tx = rows["NET_RX"], rows["NET_TX"]
-    out = {cpu: SoftirqCounts(cpu, r, t) for cpu, r, t in zip(cpus, rx, tx)}
+    out = dict(zip(cpus, map(SoftirqCounts, cpus, rx, tx)))
     return out, problems
+
+
+@functools.lru_cache(maxsize=8)
+def _header_cpus(line: str) -> tuple[int, ...]:
+    """The CPU ids of a header line, parsed once: the header is the same tick after tick
+    (1,024 names on a big host)."""
+    return tuple(int(t[3:]) for t in line.split() if t.startswith("CPU") and is_decimal(t[3:]) and len(t) <= 8)
 
 
 def read_softirqs(root: SysRoot) -> tuple[dict[int, SoftirqCounts], list[Problem]]:

@@ -55,6 +55,13 @@ def parse_softnet(
     problems: list[Problem] = []
     rows: list[Sequence[int] | None] = []
     fast = _plainly_valid(text)
+    if fast is not None and len(fast) > _CPU:
+        ids = fast[_CPU]
+        if len(set(ids)) == len(ids) and max(ids) < MAX_CPUS:  # else _by_column says what is wrong
+            # what _by_column and _row make of these lines, one call per CPU with the
+            # columns as arguments
+            return dict(zip(ids, map(SoftnetRow, ids, fast[0], fast[1], fast[2], fast[_RPS], fast[_FLOW_LIMIT],
+                                      fast[_BACKLOG], itertools.repeat(True)))), problems
     for line in text.splitlines() if fast is None else ():
         parts = line.split()
         if not parts:
@@ -71,7 +78,7 @@ def parse_softnet(
             problems.append(malformed(_SRC, f"{line[:60]!r} ({exc})"))
             rows.append(None)  # still holds its CPU's place when lines are positional
     if fast is not None:
-        rows = fast
+        rows = list(zip(*fast))
     # Every line of one file has the same layout: a CPU column in any line means all.
     if any(v is not None and len(v) > _CPU for v in rows):
         return _by_column(rows, problems), problems
@@ -95,11 +102,11 @@ def parse_softnet(
 _HEX_WS = b"0123456789abcdefABCDEF \n"
 
 
-def _plainly_valid(text: str) -> list[Sequence[int] | None] | None:
-    """The wanted fields of each line of a file as the kernel prints it (every field
-    "%08x", one space between, every line alike), checked and converted with whole-file
-    C-level calls: 1,024 lines cost what 30 did line by line. None for anything else,
-    which the line-by-line parser then judges and explains."""
+def _plainly_valid(text: str) -> list[list[int]] | None:
+    """The wanted columns (`_WANTED`, those a line has) of a file as the kernel prints it
+    (every field "%08x", one space between, every line alike), checked and converted with
+    whole-file C-level calls: 1,024 lines cost what 30 did line by line. None for
+    anything else, which the line-by-line parser then judges and explains."""
     if text.encode("latin-1", "replace").translate(None, _HEX_WS):
         return None  # a character that is neither a hex digit nor a separator
     tokens = text.split()
@@ -110,8 +117,7 @@ def _plainly_valid(text: str) -> list[Sequence[int] | None] | None:
     if n < _MIN_COLUMNS or len(tokens) != n * lines or len(text) != 9 * n * lines \
             or text[8::9].replace(" ", "").replace("\n", "") or text[9 * n - 1::9 * n].replace("\n", ""):
         return None
-    cols = [list(map(int, tokens[i::n], itertools.repeat(16))) for i in _WANTED if i < n]
-    return list(zip(*cols))
+    return [list(map(int, tokens[i::n], itertools.repeat(16))) for i in _WANTED if i < n]
 
 
 def _by_column(rows: list[Sequence[int] | None], problems: list[Problem]) -> dict[int, SoftnetRow]:
