@@ -9,7 +9,7 @@ tests feed both valid and damaged fields and compare with the strict helpers
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from nettop.collectors.cpustat import parse_stat
 from nettop.collectors.numbers import decimal, hexadecimal
@@ -140,3 +140,37 @@ def test_softnet_lines_of_a_current_kernel_give_what_the_row_by_row_path_gives(w
     want = softnet._by_column(list(zip(*columns)), problems)
     assert parse_softnet(text) == (want, problems)
     assert parse_softnet(text, tuple(range(len(lines)))) == (want, problems)
+
+
+_STAT_NAME = st.one_of(st.integers(0, 99999).map(lambda i: f"cpu{i}"),
+                       st.sampled_from(["cpu", "5", "cpucpu5", "cpu000001", "cpu123456", "1cpu", "cpu٣", "cp5", "cpu1"]))
+_STAT_VALUE = st.one_of(st.integers(0, 10 ** 20).map(str),
+                        st.sampled_from(["cpu", "c", "1u", "p", "00000000000000000007", "7"]))
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_STAT_NAME, st.lists(_STAT_VALUE, min_size=9, max_size=11)), min_size=1, max_size=6),
+       st.lists(_STAT_VALUE, min_size=10, max_size=10))
+@example([("5", ["cpu", *"234567891"])], list("123456789") + ["1"])  # a name without cpu, cpu a counter
+@example([("cpu0", ["c", *"234567891"])], list("123456789") + ["1"])  # a lone letter of it
+@example([("cpu000001", list("123456789") + ["1"])], list("123456789") + ["1"])  # a 6-digit id
+@example([("cpu0", list("123456789") + ["1"]), ("cpu0", list("123456789") + ["1"])], list("123456789") + ["1"])
+def test_proc_stat_fast_path_takes_only_what_the_line_by_line_path_reads_the_same(lines, total):
+    """Names that are not cpuN, the word cpu or its letters among the counters, ids too
+    long or twice: the whole-block check either gives exactly the line-by-line parse or
+    steps aside."""
+    from nettop.collectors import cpustat
+
+    head = "cpu  " + " ".join(total) + "\n" + "".join(f"{n} {' '.join(v)}\n" for n, v in lines)
+    fast = cpustat._plainly_valid(head.rstrip("\n"))
+    slow = cpustat._plainly_valid
+    try:
+        cpustat._plainly_valid = lambda head: None  # type: ignore[assignment]
+        want = parse_stat(head + "intr 1 2\n")
+    finally:
+        cpustat._plainly_valid = slow  # type: ignore[assignment]
+    assert fast is None or (fast, []) == want
+    if all(n.startswith("cpu") and n[3:].isascii() and n[3:].isdigit() and len(n) <= 8 and len(v) == 10
+           and all(x.isdigit() and len(x) <= 19 for x in v) for n, v in lines) \
+            and all(x.isdigit() and len(x) <= 19 for x in total) and len({n for n, _ in lines}) == len(lines) \
+            and max(int(n[3:]) for n, _ in lines) < 8192:
+        assert fast is not None  # a kernel-shaped block takes the fast path

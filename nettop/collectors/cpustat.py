@@ -93,15 +93,19 @@ def _plainly_valid(head: str) -> dict[int, CpuTimes] | None:
     lines = head.count("\n") + (not head.endswith("\n"))
     if lines < 2 or len(tokens) != width * lines or tokens[0] != "cpu":
         return None
-    names = tokens[width::width]
-    ids = "".join(n[3:] for n in names)
-    if not all(n.startswith("cpu") and 3 < len(n) <= 8 for n in names) or not ids.isdigit():
+    # "c", "p" and "u" only in the word "cpu" that heads each line (the sum's, and each
+    # cpuN name, which must start with it): every other token, every counter, is then
+    # all digits, and the ids are what the names hold after it
+    names = " " + " ".join(tokens[width::width])
+    if not (head.count("cpu") == head.count("c") == head.count("p") == head.count("u") == lines
+            and names.count(" cpu") == lines - 1):
+        return None
+    ids = names.replace(" cpu", " ").split()
+    if len(ids) != lines - 1 or not "".join(ids).isdigit() or max(map(len, ids)) > 5 \
+            or max(map(len, tokens)) > _SAFE_DIGITS:
         return None
     cols = [tokens[width + k::width] for k in range(1, width)]
-    values = "".join(map("".join, cols))
-    if not values.isdigit() or max(map(len, tokens)) > _SAFE_DIGITS:
-        return None
-    cpus = [int(n[3:]) for n in names]
+    cpus = list(map(int, ids))
     if len(set(cpus)) != len(cpus) or max(cpus) >= MAX_CPUS:
         return None
     return {c: CpuTimes(c, *v) for c, v in zip(cpus, zip(*(map(int, col) for col in cols)))}
