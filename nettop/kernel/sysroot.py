@@ -8,6 +8,7 @@ A sosreport's `sysctl -a` output stands in for the proc/sys files it did not cop
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -21,7 +22,9 @@ class SysRoot:
     @property
     def live(self) -> bool:
         """True when this is the running kernel (netlink and ioctl may be used)."""
-        return os.path.realpath(self.path) == "/"
+        path = self.path
+        # a relative path resolves against the working directory, which may change
+        return _is_root(path) if path.startswith("/") else os.path.realpath(path) == "/"
 
     def join(self, rel: str) -> str:
         """Absolute path of `rel` (given as "/proc/..." or "proc/...") under the root."""
@@ -77,6 +80,13 @@ class SysRoot:
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self.join(rel))
+
+
+@functools.lru_cache(maxsize=64)
+def _is_root(path: str) -> bool:
+    """Whether the absolute `path` resolves to `/`, resolved once per path: a tick asks
+    ~10 times, and each realpath is an lstat per component of a captured tree's path."""
+    return os.path.realpath(path) == "/"
 
 
 LIVE = SysRoot("/")
