@@ -250,3 +250,33 @@ def test_what_a_quiet_interface_gives_out_tick_after_tick_equals_a_fresh_build(t
     last = {(c.kind, c.index): c for c in outs[0].queues["eth1"]}
     assert last[("rx", 5)].rps_cpus == "000000ff" and last[("tx", 2)].xps_cpus == "00000004"
     assert outs[0].bql["eth1"] == () and len(last) == 16
+
+
+def test_each_interfaces_queues_are_listed_once_a_tick_and_a_new_queue_shows_the_next(tmp_path):
+    """The link reader, the queue map and the rotation share one listing of queues/ per
+    interface per tick; the next tick lists again, so a queue added in between is seen."""
+    tree = generate_tree(tmp_path / "t", cpus=16, irqs=60, queues=8, nics=2)
+    listed: list[str] = []
+    real = os.listdir
+
+    def counting(path="."):  # type: ignore[no-untyped-def]
+        listed.append(str(path))
+        return real(path)
+
+    with HostReader(SysRoot(str(tree)), on_screen=["eth1"], clock=SteppedClock(start=1000.0)) as reader:
+        reader.read()
+        os.listdir = counting  # type: ignore[assignment]
+        try:
+            before = reader.read()
+            for d in ("rx-8", "tx-8"):
+                (tree / "sys/class/net/eth1/queues" / d).mkdir()
+            (tree / "sys/class/net/eth1/queues/rx-8/rps_cpus").write_text("00000003\n")
+            after = reader.read()
+        finally:
+            os.listdir = real  # type: ignore[assignment]
+    queues = sorted(p.split("/")[-2] for p in listed if p.endswith("/queues"))
+    assert queues == sorted(["eth0", "eth1", "lo"] * 2)  # two ticks, once each
+    assert before.links["eth1"].num_rx_queues == 8 and after.links["eth1"].num_rx_queues == 9
+    assert ("rx", 8) not in {(q.kind, q.index) for q in before.devices["eth1"].queues}
+    got = {(q.kind, q.index): q for q in after.devices["eth1"].queues}
+    assert got[("rx", 8)].rps_cpus == "00000003" and ("tx", 8) in got

@@ -27,6 +27,7 @@ from nettop.collectors import (
     irq_sysfs,
     nic_settings,
     qdiscs,
+    queue_config,
     queue_counters,
     queue_irqs,
     softirqs,
@@ -151,7 +152,8 @@ class HostReader:
             self.settings_changed(*self.settings_notices())
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
         online = take(cpus.read_online_cpus(root))
-        link_map = take(interfaces.read_links(root, self._rtnl))
+        listings: queue_config.QueueListings = {}  # this tick's, for every reader that lists queues
+        link_map = take(interfaces.read_links(root, self._rtnl, listings))
         index_names = {link.ifindex: name for name, link in link_map.items()}
         if self.only is not None:
             link_map = {k: v for k, v in link_map.items() if k in self.only}
@@ -161,7 +163,7 @@ class HostReader:
             self._static = {k: v for k, v in self._static.items() if k in live_keys}
 
         table = take(self._read_irqs(root, online, False))
-        qmaps = take(queue_irqs.map_all(root, names, table, self._nl))
+        qmaps = take(queue_irqs.map_all(root, names, table, self._nl, listings))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
         new = mapped - self._net_irqs
@@ -201,7 +203,7 @@ class HostReader:
         settings = self._settings.read(
             t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__, screen_irqs,
             mapped | self.follow_irqs,
-            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None))
+            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None), listings)
         problems.extend(settings.problems)
         self.settings_files = settings.files
         eth: dict[str, NicRead] = {}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from nettop.collectors import net_dev as net_dev_mod
 from nettop.collectors.numbers import decimal, signed_decimal
+from nettop.collectors.queue_config import QueueListings, listdir_queues
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import LinkStats
 from nettop.kernel.sysroot import SysRoot
@@ -26,17 +27,19 @@ _STAT_FILES = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
                "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")  # also NetDevRow's names
 
 
-def read_links(root: SysRoot, rtnl: Rtnl | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
-    """Every interface of the root namespace (live, over netlink) or of a captured tree."""
+def read_links(root: SysRoot, rtnl: Rtnl | None = None,
+               listings: QueueListings | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
+    """Every interface of the root namespace (live, over netlink) or of a captured tree
+    (whose queue listings go into `listings` for the rest of the tick, when given)."""
     if root.live and rtnl is not None:
         try:
             msgs = rtnl.links()
         except OSError as exc:
             problems = [from_oserror("netlink RTM_GETLINK", exc)]
-            links, more = read_sysfs_links(root)
+            links, more = read_sysfs_links(root, listings)
             return links, problems + more
         return links_from_netlink(msgs, lambda name: _speed(root, name)), []
-    return read_sysfs_links(root)
+    return read_sysfs_links(root, listings)
 
 
 def links_from_netlink(msgs: list[LinkMsg], speed_of: Callable[[str], int | None]) -> dict[str, LinkStats]:
@@ -68,7 +71,8 @@ def _speed(root: SysRoot, name: str) -> int | None:
     return v if v > 0 else None
 
 
-def read_sysfs_links(root: SysRoot) -> tuple[dict[str, LinkStats], list[Problem]]:
+def read_sysfs_links(root: SysRoot,
+                     listings: QueueListings | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
     """Interfaces of a captured tree: sysfs for state, counters from each interface's
     `statistics/`, else from /proc/net/dev; an interface only /proc/net/dev lists (lo,
     bridges and veths of a /proc-only capture) is kept with what that file gives. A
@@ -88,7 +92,7 @@ def read_sysfs_links(root: SysRoot) -> tuple[dict[str, LinkStats], list[Problem]
             "and their counters come from /proc/net/dev only (no state, MTU, speed or queues)")))
     out: dict[str, LinkStats] = {}
     for name in names:
-        link = _sysfs_link(root, name, net_dev, problems)
+        link = _sysfs_link(root, name, net_dev, problems, listings)
         if link is not None:
             out[name] = link
     for name, row in sorted((net_dev or {}).items()):
@@ -173,7 +177,7 @@ def _stats(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] |
 
 
 def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,
-                problems: list[Problem]) -> LinkStats | None:
+                problems: list[Problem], listings: QueueListings | None = None) -> LinkStats | None:
     base = f"sys/class/net/{name}"
 
     def num(rel: str, default: int = 0) -> int:
@@ -212,7 +216,7 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
     except OSError:
         pass
     try:
-        queues = root.listdir(f"{base}/queues")
+        queues = listdir_queues(root, name, listings)
     except OSError:
         queues = []
     speed = _speed(root, name)

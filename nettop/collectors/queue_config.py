@@ -52,11 +52,36 @@ def _parsed(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def list_queues(root: SysRoot, ifname: str) -> tuple[list[tuple[str, int]], list[Problem]]:
+# One tick's listings of sys/class/net/IF/queues by interface: the entries, or the error
+# listing them raised. The link reader (captured trees), the queue map and the settings
+# rotation each need them: one listing a tick serves all three, as of one instant (a
+# 128-queue NIC's directory holds 256 entries).
+QueueListings = dict[str, "list[str] | OSError"]
+
+
+def listdir_queues(root: SysRoot, ifname: str, listings: QueueListings | None = None) -> list[str]:
+    """The entries of sys/class/net/IF/queues, listed once per `listings` (a tick's); raises
+    OSError as the listing did. The list is shared: do not change it."""
+    if listings is None:
+        return root.listdir(f"sys/class/net/{ifname}/queues")
+    got = listings.get(ifname)
+    if got is None:
+        try:
+            got = root.listdir(f"sys/class/net/{ifname}/queues")
+        except OSError as exc:
+            got = exc
+        listings[ifname] = got
+    if isinstance(got, OSError):
+        raise got
+    return got
+
+
+def list_queues(root: SysRoot, ifname: str,
+                listings: QueueListings | None = None) -> tuple[list[tuple[str, int]], list[Problem]]:
     """The interface's queue directories; none (and no problem) if the interface is gone."""
     rel = f"sys/class/net/{ifname}/queues"
     try:
-        return parse_queue_dirs(root.listdir(rel)), []
+        return parse_queue_dirs(listdir_queues(root, ifname, listings)), []
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENODEV):
             return [], []

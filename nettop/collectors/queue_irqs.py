@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from nettop.collectors.numbers import decimal
-from nettop.collectors.queue_config import parse_queue_dirs
+from nettop.collectors.queue_config import QueueListings, listdir_queues, parse_queue_dirs
 from nettop.model.problems import Problem
 from nettop.model.snapshot import InterruptTable, QueueIrqs, QueueMap
 from nettop.kernel.sysroot import SysRoot
@@ -70,10 +70,11 @@ def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
     return DeviceIrqs(bdf, virtio, msi)
 
 
-def read_queue_dirs(root: SysRoot, ifname: str) -> list[tuple[str, int]] | None:
+def read_queue_dirs(root: SysRoot, ifname: str,
+                    listings: QueueListings | None = None) -> list[tuple[str, int]] | None:
     """("rx", 0), ("tx", 0), ... from sys/class/net/IF/queues; None if it is not there."""
     try:
-        names = root.listdir(f"sys/class/net/{ifname}/queues")
+        names = listdir_queues(root, ifname, listings)
     except OSError:
         return None
     return parse_queue_dirs(names)
@@ -272,8 +273,8 @@ def _ifindex(root: SysRoot, ifname: str) -> int | None:
 
 def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
              answers: tuple[list[dict], list[dict]] | None,
-             problems: list[Problem]) -> QueueMap:
-    queue_dirs = read_queue_dirs(root, ifname)
+             problems: list[Problem], listings: QueueListings | None = None) -> QueueMap:
+    queue_dirs = read_queue_dirs(root, ifname, listings)
     if queue_dirs is None and root.exists("sys/class/net") and root.exists(f"sys/class/net/{ifname}"):
         problems.append(Problem(f"sys/class/net/{ifname}/queues",
                                 f"cannot list the queues of {ifname} (sys/class/net/{ifname}/queues)"))
@@ -357,8 +358,10 @@ def map_queues(root: SysRoot, ifname: str, irqs: InterruptTable,
 
 
 def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
-            nl: NetdevNetlink | None) -> tuple[dict[str, QueueMap], list[Problem]]:
-    """Queue maps of several interfaces, with one netlink dump for all of them."""
+            nl: NetdevNetlink | None,
+            listings: QueueListings | None = None) -> tuple[dict[str, QueueMap], list[Problem]]:
+    """Queue maps of several interfaces, with one netlink dump for all of them (and the
+    tick's queue listings, when given)."""
     problems: list[Problem] = []
     names = list(ifnames)
     grouped: dict[int, tuple[list[dict], list[dict]]] | None = None
@@ -375,5 +378,5 @@ def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
         if grouped is not None:
             ifindex = _ifindex(root, name)
             mine = grouped.get(ifindex, ([], [])) if ifindex is not None else None
-        out[name] = _map_one(root, name, irqs, mine, problems)
+        out[name] = _map_one(root, name, irqs, mine, problems, listings)
     return out, problems

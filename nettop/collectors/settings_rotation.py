@@ -35,7 +35,7 @@ from typing import Callable, Generic, Iterable, Mapping, TypeVar
 
 from nettop.collectors.bql import FIELDS as BQL_FILES, read_bql_queue
 from nettop.collectors.irq_affinity import read_irq_affinity
-from nettop.collectors.queue_config import list_queues, read_queues
+from nettop.collectors.queue_config import QueueListings, list_queues, read_queues
 from nettop.model.problems import Problem
 from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
 from nettop.kernel.sysroot import SysRoot
@@ -123,8 +123,10 @@ class SettingsRotation:
 
     def read(self, t: float, links: Mapping[str, int], on_screen: Callable[[str], bool],
              screen_irqs: Iterable[int], irqs: Iterable[int],
-             managed: Callable[[int], bool | None] | None = None) -> SettingsRead:
-        """The settings of `links` (name -> ifindex) and of `irqs` at tick time `t`."""
+             managed: Callable[[int], bool | None] | None = None,
+             listings: QueueListings | None = None) -> SettingsRead:
+        """The settings of `links` (name -> ifindex) and of `irqs` at tick time `t` (with
+        the tick's queue listings, when given)."""
         with self._lock:
             dirty_ifs, self._noticed_ifs = self._noticed_ifs, set()
             dirty_irqs, self._noticed_irqs = self._noticed_irqs, set()
@@ -140,7 +142,7 @@ class SettingsRotation:
         if self._ifaces.keys() - {(n, i) for n, i in links.items()}:
             self._ifaces = {k: v for k, v in self._ifaces.items() if links.get(k[0]) == k[1]}
         for name, ifindex in links.items():
-            queues, probs = list_queues(root, name)
+            queues, probs = list_queues(root, name, listings)
             problems.extend(probs)
             listing[name] = queues
             st = self._ifaces.setdefault((name, ifindex), _Iface())
