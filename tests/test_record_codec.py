@@ -262,7 +262,7 @@ def test_the_writer_packs_arrays_and_lists_alike_across_big_values(two_reads, tm
 
     used = []
     pack_diffs = codec.pack_diffs
-    monkeypatch.setattr(codec, "pack_diffs", lambda d: used.append(len(d)) or pack_diffs(d))
+    monkeypatch.setattr(codec, "pack_diffs", lambda d, *work: used.append(len(d)) or pack_diffs(d, *work))
     arrays = write(tmp_path / "arrays.nettop")
     assert 0 < len(used) < len(xs)  # keys, pred 1, pred 2; lists where big
     assert list(Reader(str(tmp_path / "arrays.nettop")).snapshots()) == snaps

@@ -28,6 +28,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from nettop.model.counts import numpy
 from nettop.record import codec, wallclock
 from nettop.model.snapshot import Snapshot
 from nettop.model.timeline import Event
@@ -110,6 +111,8 @@ class Writer:
         self._order: codec.Order | None = None  # of the current chain, from its first interval
         self._seen: dict[int, tuple] = {}  # the last sample's settings objects (codec.IntParts.kept)
         self._shape: bytes | None = None  # codec.shape of the last sample's skeleton tree
+        self._vectors: list[Any] = []  # int64 arrays the samples' values are built in (_buffer)
+        self._scratch: tuple[Any, Any] | None = None  # (_work)
         self._skeleton = ("", "")  # its JSON and SHA-1
         self._prev_config = -1
         self._seq = 0
@@ -144,7 +147,7 @@ class Writer:
             self._shape = shape
         skeleton, sha = self._skeleton
         seq = self._seq + 1
-        vec = parts.array()  # None: a value does not fit 64 bits; it is stored as lists
+        vec = parts.array(self._buffer)  # None: a value does not fit 64 bits; it is stored as lists
         fits = vec is not None
         ints = None if fits else parts.ints()
         n = len(vec) if vec is not None else len(ints or ())
@@ -203,18 +206,40 @@ class Writer:
         prev, prev2, order = self._prev, self._prev2, self._order
         if codec.LZMA_FILTERS is not None and small and (pred < 1 or self._prev_small) \
                 and (pred < 2 or self._prev2_small):
+            np = numpy()
+            a, b = self._work(len(vec))
             if pred == 0:
-                return codec.pack_diffs(vec)
+                return codec.pack_diffs(vec, (a, b))
             if pred == 1:
-                return codec.pack_diffs(vec - prev)
-            d = vec - 2 * prev + prev2
-            return codec.pack_diffs(d[order.perm()] if order is not None and order.fwd is not None else d)
+                return codec.pack_diffs(np.subtract(vec, prev, out=b), (a, b))
+            d = np.add(np.subtract(vec, np.multiply(prev, 2, out=a), out=a), prev2, out=a)  # v - 2p + q
+            if order is not None and order.fwd is not None:
+                return codec.pack_diffs(np.take(d, order.perm(), out=b, mode="wrap"), (a, b))  # "raise" buffers `out`; indices are valid
+            return codec.pack_diffs(d, (b, a))
         values = vec.tolist()
         if pred == 0:
             return codec.pack_ints(values)
         if pred == 1:
             return codec.pack_ints(values, prev.tolist())
         return codec.pack_ints(values, prev.tolist(), prev2.tolist(), order)
+
+    def _buffer(self, n: int) -> Any:
+        """An int64 array of n for this sample's values: one of three kept, the one that
+        holds neither of the last two samples (so a sample allocates no big array)."""
+        for buf in self._vectors:
+            if len(buf) == n and buf is not self._prev and buf is not self._prev2:
+                return buf
+        np = numpy()
+        buf = np.empty(n, dtype=np.int64)
+        self._vectors = [v for v in self._vectors if len(v) == n and (v is self._prev or v is self._prev2)] + [buf]
+        return buf
+
+    def _work(self, n: int) -> tuple[Any, Any]:
+        """Two int64 arrays of n to pack in (codec.pack_diffs), kept from sample to sample."""
+        if self._scratch is None or len(self._scratch[0]) != n:
+            np = numpy()
+            self._scratch = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        return self._scratch
 
     def add_event(self, event: Event) -> None:
         try:
