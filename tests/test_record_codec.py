@@ -290,6 +290,13 @@ def test_split_parts_keeps_the_count_rows_in_their_place(rows, big):
     parts = codec.IntParts()
     assert codec.skeleton_text(codec._enc(table, parts, [])) == sk
     assert parts.ints() == ints and len(parts.rows) == len(rows)
+    again = codec.IntParts(parts.kept)  # the next sample: each IRQ's head is looked up
+    assert codec.skeleton_text(codec._enc(table, again, [])) == sk and again.ints() == ints
+    moved = InterruptTable(tuple(range(width)), {k: dataclasses.replace(v, total=v.total + 5) for k, v in irqs.items()},
+                           {"LOC": (big, 3)})
+    third = codec.IntParts(again.kept)
+    assert codec.skeleton_text(codec._enc(moved, third, [])) == codec.split(moved)[0]
+    assert third.ints() == codec.split(moved)[1]
     vec = parts.array()
     if big < 2 ** 63:
         assert vec is not None and vec.dtype == np.int64 and vec.tolist() == ints
@@ -309,7 +316,7 @@ def test_split_parts_walks_a_kept_setting_once_and_gives_splits_skeleton(two_rea
         tree, parts, parts_floats = codec.split_parts(snap, seen)
         assert (codec.skeleton_text(tree), parts.ints(), parts_floats) == (sk, ints, floats)
         seen = parts.kept
-    kept = {type(hit[0]).__name__ for hit in seen.values()}
+    kept = {type(hit[0]).__name__ for key, hit in seen.items() if type(key) is int}
     assert seen and kept <= {"QueueConfig", "BqlState", "IrqAffinity", "QueueIrqs", "QueueMap"}
     # a table with a None field, or of two classes, is walked value by value
     softnet = dict(b.softnet)

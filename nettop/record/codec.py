@@ -153,6 +153,37 @@ class IntParts(list):
         self.kept[id(obj)] = hit
         return hit[1]
 
+    def irq(self, obj: S.Irq, floats: list[float]) -> Any:
+        """`_enc_other` of an IRQ whose counts are a `CountRow`: its head (number, chip,
+        hwirq, name, and the run of counts) is the same skeleton and ints as last sample's
+        IRQ of the same head, so it is looked up, not walked; `total` is stored as its
+        difference from the row's sum, taken for the whole matrix at once (a numpy sum
+        per IRQ was ~1.5 ms a sample at 1,024 CPUs)."""
+        counts = obj.counts
+        assert type(counts) is CountRow
+        key = (type(obj.irq), obj.irq, type(obj.chip), obj.chip, type(obj.hwirq), obj.hwirq,
+               type(obj.name), obj.name, len(counts))
+        hit = self.seen.get(key)  # type: ignore[call-overload]  # tuple keys beside ids
+        if hit is None:
+            n_ints, n_floats = len(self), len(floats)
+            head = [_enc(getattr(obj, n), self, floats) for n in _IRQ_HEAD]
+            piece = {"c": "Irq", "f": head + [0], "t": 1}
+            if len(floats) == n_floats and self.rows and self.rows[-1] == len(self) - 1:
+                self.kept[key] = (piece, tuple(self[n_ints:-1]))  # type: ignore[index]
+        else:
+            piece, head_ints = hit
+            self.extend(head_ints)
+            self.rows.append(len(self))
+            self.append(counts)
+            self.kept[key] = hit  # type: ignore[index]
+        m = counts.matrix
+        sums = self.seen.get(id(m))
+        if sums is None or sums[0] is not m:
+            sums = (m, m.values.sum(axis=1, dtype="u8").tolist())
+            self.seen[id(m)] = sums
+        self.append(obj.total - sums[1][counts.i])
+        return piece
+
     def ints(self) -> list[int]:
         """The vector as `split` gives it."""
         if not self.rows:
@@ -333,6 +364,8 @@ def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
     if isinstance(obj, tuple):
         return [_enc(v, ints, floats) for v in obj]
     cls = type(obj)
+    if cls is S.Irq and type(obj.counts) is CountRow and type(ints) is IntParts and isinstance(obj.total, int):
+        return ints.irq(obj, floats)
     if cls is S.Irq and obj.counts is not None and isinstance(obj.total, int):
         # total is the sum of the per-CPU counts: store only what it differs by (0), so a
         # busy IRQ's noise is paid once, not twice
