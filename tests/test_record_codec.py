@@ -292,13 +292,18 @@ def test_split_parts_keeps_the_count_rows_in_their_place(rows, big):
     assert parts.ints() == ints and len(parts.rows) == len(rows)
     again = codec.IntParts(parts.kept)  # the next sample: each IRQ's head is looked up
     assert codec.skeleton_text(codec._enc(table, again, [])) == sk and again.ints() == ints
-    moved = InterruptTable(tuple(range(width)), {k: dataclasses.replace(v, total=v.total + 5) for k, v in irqs.items()},
-                           {"LOC": (big, 3)})
+    # the IRQs in another order than the matrix's rows, the last one's tail shorter than a gap
+    moved = InterruptTable(tuple(range(width)), {k: dataclasses.replace(v, total=v.total + 5, hwirq=k)
+                                                 for k, v in reversed(irqs.items())}, {})
     third = codec.IntParts(again.kept)
     assert codec.skeleton_text(codec._enc(moved, third, [])) == codec.split(moved)[0]
     assert third.ints() == codec.split(moved)[1]
     vec = parts.array()
     if big < 2 ** 63:
+        short = codec.IntParts()
+        codec._enc(InterruptTable(tuple(range(width)), {k: dataclasses.replace(v, hwirq=k) for k, v in irqs.items()}, {}),
+                   short, [])
+        assert short.array().tolist() == short.ints()  # the last IRQ's tail (its total) shorter than a gap
         assert vec is not None and vec.dtype == np.int64 and vec.tolist() == ints
     else:
         assert vec is None
