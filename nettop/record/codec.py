@@ -666,18 +666,24 @@ def pack_diffs(d: Any, work: tuple[Any, Any] | None = None) -> bytes:
         raise CodecError("this Python has no lzma; use pack_ints")
     np = numpy()
     d = np.asarray(d, dtype=np.int64)
+    n = len(d)
+    # only up to the last non-zero difference: storage order leaves the counters that
+    # never move at the end (at 1,024 CPUs ~10,000 of ~560,000 values come before it),
+    # so the zigzag is done on that head only; the rest are zero planes' bytes, which
+    # _planes cuts anyway. argmax of a bool stops at the first True.
+    moved = np.not_equal(d, 0, out=work[0].view(np.bool_)[:n] if work is not None else None)
+    zeros_after = int(np.argmax(moved[::-1])) if n else 0
+    end = n - zeros_after if n and moved[n - 1 - zeros_after] else 0
+    head = d[:end]
     if work is None:
-        z = ((d << 1) ^ (d >> 63)).view(np.uint64)
+        z = ((head << 1) ^ (head >> 63)).view(np.uint64)
     else:
-        a, b = work
-        np.left_shift(d, 1, out=a)
-        np.right_shift(d, 63, out=b)
+        a, b = work[0][:end], work[1][:end]
+        np.left_shift(head, 1, out=a)
+        np.right_shift(head, 63, out=b)
         z = np.bitwise_xor(a, b, out=a).view(np.uint64)
-    used = np.flatnonzero(z)
-    # up to the last non-zero value: storage order leaves the counters that never move
-    # at the end, and bytes.rstrip of megabytes of zero planes cost ~15 ms at 1,024 CPUs
-    raw = z[:int(used[-1]) + 1 if len(used) else 0].astype("<u8", copy=False).tobytes()
-    return bytes([LZMA_PLANES_2]) + lzma.compress(_planes_of(raw, len(z)), format=lzma.FORMAT_RAW,
+    raw = z.astype("<u8", copy=False).tobytes()
+    return bytes([LZMA_PLANES_2]) + lzma.compress(_planes_of(raw, n), format=lzma.FORMAT_RAW,
                                                   filters=LZMA_FILTERS)
 
 
