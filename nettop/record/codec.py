@@ -135,10 +135,11 @@ class IntParts(list):
         self.kept: dict[int, tuple] = {}  # the same, of this sample: the next one's `seen`
 
     def remembered(self, obj: Any, floats: list[float]) -> Any:
-        """`_enc` of a setting object (_REMEMBERED) that the last sample held too: the
-        collectors hand the same frozen object on until they read the setting again, so
-        its skeleton and values are those of last time. ~2,500 of them at 1,024 CPUs
-        (queue configs, BQL, affinities, queue IRQs) were a third of the walk."""
+        """`_enc` of a setting object (_REMEMBERED), or a tuple of more than 8 values, that
+        the last sample held too: the collectors hand the same frozen object on until they
+        read the setting again, so its skeleton and values are those of last time. ~2,500
+        of them at 1,024 CPUs (queue configs, BQL, affinities, queue IRQs, and the tuples
+        of a device's queues) were a third of the walk."""
         hit = self.seen.get(id(obj))
         if hit is not None and hit[0] is obj:
             self.extend(hit[2])
@@ -146,7 +147,8 @@ class IntParts(list):
         else:
             n_ints, n_floats, n_rows = len(self), len(floats), len(self.rows)
             t = type(obj)
-            piece = {"c": _NAMES[t], "f": _enc_items(_GETTERS[t](obj), self, floats)}
+            piece = (_enc_items(obj, self, floats) if t is tuple
+                     else {"c": _NAMES[t], "f": _enc_items(_GETTERS[t](obj), self, floats)})
             if len(self.rows) != n_rows:  # holds a count row: not kept (none of _REMEMBERED does)
                 return piece
             hit = (obj, piece, tuple(self[n_ints:]), tuple(floats[n_floats:]))
@@ -292,6 +294,8 @@ def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
         floats.append(obj)
         return 0.0
     if t is tuple:
+        if len(obj) > 8 and type(ints) is IntParts:  # a device's queue settings, online CPUs: often last sample's
+            return ints.remembered(obj, floats)
         return _enc_items(obj, ints, floats)
     if t is CountRow:  # an IRQ's counts from the sysfs reader: stored as the tuple it reads as
         if type(ints) is IntParts:  # kept as its array (split_parts)
