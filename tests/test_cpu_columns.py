@@ -198,7 +198,7 @@ def test_a_generated_264_cpu_host_gets_the_same_rates_and_findings_from_the_arra
     def run() -> tuple[str, list]:
         rates = R.compute_rates(a, b)
         window = Window([Point(a, None), Point(b, rates)])
-        return repr((rates.cpus, rates.problems)), evaluate_window(window)
+        return repr((dict(rates.cpus), rates.problems)), evaluate_window(window)
 
     arrays = R._cpu_rates_arrays
     took: list[bool] = []
@@ -218,3 +218,33 @@ def test_a_generated_264_cpu_host_gets_the_same_rates_and_findings_from_the_arra
         want = run()
     assert got == want
     assert got[1], "the generated host shows findings to compare"
+
+
+def test_a_big_hosts_cpu_rates_are_built_when_first_read_and_read_as_the_dict(monkeypatch):
+    """GIVEN the rates of 1,024 CPUs (the arrays) WHEN nothing reads them (`nettop record`)
+    THEN no CpuRates is built; the first read builds them once, and they read, compare and
+    pickle as the dict of the per-CPU path, whose problems were told at once."""
+    import pickle
+
+    prev = _big(1024, 10.0, 1)
+    cur = _big(1024, 11.0, 2, times={7: CpuTimes(7, 20_047, 3, 40, 1060, 1, 4, 11, 0)})
+    built: list[int] = []
+    build = R._build_cpu_rates
+
+    def counting(*parts):
+        built.append(1)
+        return build(*parts)
+
+    monkeypatch.setattr(R, "_build_cpu_rates", counting)
+    rates = R.compute_rates(prev, cur)
+    assert built == [] and len(rates.problems) == 1  # cpu7 judged, and told, at once
+    want_p: list = []
+    want = R._cpu_rates_each(prev, cur, 1.0, want_p, list(range(1024)))
+    assert rates.problems == tuple(want_p)
+    assert rates.cpus[7] == want[7] and built == [1]
+    _same(dict(rates.cpus), want)
+    assert rates.cpus == want and want == rates.cpus and len(rates.cpus) == 1024 and 1023 in rates.cpus
+    assert rates == R.compute_rates(prev, cur) and built == [1, 1]
+    copy = pickle.loads(pickle.dumps(rates.cpus))
+    assert type(copy) is dict and copy == want
+    assert built == [1, 1]

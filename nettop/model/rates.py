@@ -17,9 +17,10 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import threading
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 
 from nettop.model.counters import U32, U64, Step, delta
 from nettop.model.counts import numpy, table_matrix
@@ -145,7 +146,7 @@ _SOFTNET = operator.attrgetter("processed", "dropped", "time_squeeze", "received
 
 
 def cpu_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
-              problems: list[Problem] | None = None) -> dict[int, CpuRates]:
+              problems: list[Problem] | None = None) -> Mapping[int, CpuRates]:
     if problems is None:
         problems = []
     cpus = sorted(set(cur.online_cpus) | set(cur.cpu_times) | set(prev.cpu_times))
@@ -213,14 +214,15 @@ _TIME_PCT = [0, 2, 3, 4, 5, 6, 7]  # _TIME_FIELDS among cpu_columns.TIMES (nice 
 
 
 def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: list[Problem],
-                      cpus: list[int]) -> dict[int, CpuRates] | None:
+                      cpus: list[int]) -> CpuRatesTable | None:
     """`_cpu_rates_each` on arrays: every CPU whose counts need no judging (online, each
     32-bit count within its width and not backwards, the times within 50 bits and no
     more ticks than the clock allows) is computed at once, with the same expressions in
     the same order, so the floats are those of the per-CPU path; the others (offline, a
     step backwards, a corrupt count) go through `_one_cpu` in CPU order, so the problems
-    are the same problems in the same order. None when a snapshot holds a value that is
-    not an int within int64: then every CPU takes the per-CPU path."""
+    are the same problems in the same order; their CpuRates are built when first read
+    (`CpuRatesTable`). None when a snapshot holds a value that is not an int within
+    int64: then every CPU takes the per-CPU path."""
     np = numpy()
     got = [columns(m, f) for m, f in ((prev.cpu_times, TIMES), (cur.cpu_times, TIMES),
                                        (prev.softirqs, SOFTIRQS), (cur.softirqs, SOFTIRQS),
@@ -245,7 +247,7 @@ def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: l
     ok_t = (((ta >= 0) & (ta < EXACT) & (tb >= 0) & (tb < EXACT)).all(axis=1)
             & (zero | ~(total > _USER_HZ * (elapsed * _TICK_SLACK + _READ_SKEW_S) + 2)))
     pct = np.where(zero[:, None], 0.0, 100.0 * dt[:, _TIME_PCT] / np.where(zero, 1, total)[:, None])
-    reset = (both_t & zero & (total < 0)).tolist()
+    reset = both_t & zero & (total < 0)
     # the 32-bit counters: the inline check of `_one_cpu`
     ok_s = ((0 <= sa) & (sa <= sb) & (sb < U32)).all(axis=1)
     ok_n = ((0 <= na) & (na <= nb) & (nb < U32)).all(axis=1)
@@ -257,29 +259,115 @@ def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: l
     if cur.online_cpus:
         online = set(cur.online_cpus)
         slow |= has_tb & np.fromiter((c not in online for c in cpus), bool, n)
-    presence = list(map(_PRESENCE.__getitem__,
-                        (2 * (has_ta | has_na) + (has_tb | has_nb)).tolist()))
+    codes = 2 * (has_ta | has_na) + (has_tb | has_nb)
+    judged: dict[int, CpuRates | None] = {}  # index -> its `_one_cpu`, None: left out
+    for i in np.flatnonzero(skip | slow).tolist():
+        cpu = cpus[i]
+        if skip[i]:
+            judged[i] = None
+            continue
+        one = _one_cpu(prev, cur, cpu, elapsed, problems)
+        assert one is not None  # only a CPU in none of the three is left out
+        judged[i] = one
+    return CpuRatesTable(cpus, codes, pct, both_t, s_per_s, both_s, n_per_s, both_n, reset,
+                         cur.softnet, judged)
+
+
+class CpuRatesTable(Mapping[int, CpuRates]):
+    """`cpu_rates` of many CPUs, kept as the arrays they were computed on until read.
+
+    At 1,024 CPUs the CpuRates objects cost more than their arithmetic (~2 ms a tick),
+    and `nettop record` never reads them (the doctor reads the snapshots, recordings
+    store no Rates). This keeps the arrays and the CPUs that were judged one by one
+    (`_one_cpu`: their problems are told at once, in CPU order), and builds the dict of
+    CpuRates, every figure as `_cpu_rates_arrays` computed it, the first time anything is
+    asked of it; from then on it reads as that dict (equal to it, pickled as it)."""
+
+    __slots__ = ("_parts", "_built", "_lock")
+
+    def __init__(self, cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s: Any, both_s: Any,
+                 n_per_s: Any, both_n: Any, reset: Any, softnet: Mapping[int, Any],
+                 judged: dict[int, CpuRates | None]) -> None:
+        self._parts: tuple[Any, ...] | None = (
+            cpus, codes, pct, both_t, s_per_s, both_s, n_per_s, both_n, reset, softnet, judged)
+        self._built: dict[int, CpuRates] | None = None
+        self._lock = threading.Lock()
+
+    def _dict(self) -> dict[int, CpuRates]:
+        got = self._built
+        if got is None:
+            with self._lock:  # the sampler thread and a reader may ask at once
+                got = self._built
+                if got is None:
+                    assert self._parts is not None
+                    got = self._built = _build_cpu_rates(*self._parts)
+                    self._parts = None  # the arrays are no longer needed
+        return got
+
+    def __getitem__(self, cpu: int) -> CpuRates:
+        return self._dict()[cpu]
+
+    def __contains__(self, cpu: object) -> bool:
+        return cpu in self._dict()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def keys(self) -> KeysView[int]:
+        return self._dict().keys()
+
+    def values(self) -> ValuesView[CpuRates]:
+        return self._dict().values()
+
+    def items(self) -> ItemsView[int, CpuRates]:
+        return self._dict().items()
+
+    def get(self, cpu: int, default: Any = None) -> Any:
+        return self._dict().get(cpu, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CpuRatesTable):
+            return self._dict() == other._dict()
+        if isinstance(other, Mapping):
+            return self._dict() == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as a dict's
+
+    def __repr__(self) -> str:
+        return f"CpuRatesTable({self._dict()!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self._dict(),))
+
+
+def _build_cpu_rates(cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s: Any, both_s: Any,
+                     n_per_s: Any, both_n: Any, reset: Any, softnet: Mapping[int, Any],
+                     judged: dict[int, CpuRates | None]) -> dict[int, CpuRates]:
+    """The CpuRates of a `CpuRatesTable`: a CpuRates per CPU from the arrays, then the
+    judged CPUs' own in their place (or left out)."""
+    presence = list(map(_PRESENCE.__getitem__, codes.tolist()))
 
     def col(values: Any, present: Any) -> list[float | None]:
         got = values.tolist()
-        if present is all_in or present.all():
+        if present.all():
             return got
         return [v if p else None for v, p in zip(got, present.tolist())]
 
     pcts = [col(pct[:, i], both_t) for i in range(len(_TIME_PCT))]
     softirqs = [col(s_per_s[:, i], both_s) for i in range(len(SOFTIRQS))]
-    softnet = [col(n_per_s[:, i], both_n) for i in range(len(SOFTNET))]
-    rows = list(map(cur.softnet.get, cpus))
+    softnets = [col(n_per_s[:, i], both_n) for i in range(len(SOFTNET))]
+    rows = list(map(softnet.get, cpus))
     backlog = [None if r is None else r.backlog for r in rows]
-    out = dict(zip(cpus, map(CpuRates, cpus, presence, *pcts, *softirqs, *softnet, backlog, reset)))
-    for i in np.flatnonzero(skip | slow).tolist():
-        cpu = cpus[i]
-        if skip[i]:
-            del out[cpu]
-            continue
-        one = _one_cpu(prev, cur, cpu, elapsed, problems)
-        assert one is not None  # only a CPU in none of the three is left out
-        out[cpu] = one
+    out = dict(zip(cpus, map(CpuRates, cpus, presence, *pcts, *softirqs, *softnets, backlog, reset.tolist())))
+    for i, one in judged.items():
+        if one is None:
+            del out[cpus[i]]
+        else:
+            out[cpus[i]] = one
     return out
 
 
