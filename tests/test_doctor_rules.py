@@ -59,6 +59,40 @@ def test_numa_locality_names_remote_irqs_and_rps():
     assert rules(with_(base, affinity={30: (0,), 31: (1,)}, local_cpus={}, cpu_nodes={})) == {}
 
 
+def test_numa_locality_walks_a_nics_queues_again_only_when_its_settings_change(monkeypatch):
+    """GIVEN a NIC whose XPS masks leave its node, WHEN the same queue settings are judged
+    tick after tick THEN they are walked once and the fixes are the same; WHEN one mask
+    moves to the node (a new QueueConfig tuple, as the reader makes) THEN the finding follows."""
+    import dataclasses
+
+    from nettop.doctor.rules import cpu_irq
+
+    host = FakeHost(queue_irqs={"eth0": {0: 30, 1: 31}}, local_cpus={"eth0": (2, 3)},
+                    cpu_nodes={0: 0, 1: 0, 2: 1, 3: 1}, affinity={30: (2,), 31: (3,)},
+                    tx_queues={"eth0": ["1", "2"]})
+    points = host.points()
+    walked: list[str | None] = []
+    mask_cpus = cpu_irq.mask_cpus
+
+    def counting(mask):
+        walked.append(mask)
+        return mask_cpus(mask)
+
+    monkeypatch.setattr(cpu_irq, "mask_cpus", counting)
+    first = {f.id: f for f in evaluate(points)}["numa-locality:eth0"]
+    assert first.fix == ("nettop set xps eth0 0 2", "nettop set xps eth0 1 3") and walked
+    walked.clear()
+    again = {f.id: f for f in evaluate(points)}["numa-locality:eth0"]
+    assert again == first and walked == []
+    snap = points[-1].snapshot
+    dev = snap.devices["eth0"]
+    moved = dataclasses.replace(dev, queues=tuple(
+        dataclasses.replace(q, xps_cpus="4") if q.kind == "tx" and q.index == 0 else q for q in dev.queues))
+    later = dataclasses.replace(points[-1], snapshot=dataclasses.replace(snap, devices={"eth0": moved}))
+    f = {f.id: f for f in evaluate([*points[:-1], later])}["numa-locality:eth0"]
+    assert f.figures["far_xps"] == 1 and f.fix == ("nettop set xps eth0 1 3",) and walked
+
+
 # 3 irqbalance -------------------------------------------------------------------------
 
 def test_irqbalance_over_a_manual_spread_and_no_irqbalance_with_all_on_cpu0():

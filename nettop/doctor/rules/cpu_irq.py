@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Iterator
+from typing import Any, Iterator
 
 from nettop.doctor import thresholds as T
 from nettop.doctor.finding import Finding, Severity
@@ -61,33 +61,18 @@ def numa_locality(ctx: Context) -> Iterator[Finding]:
         for irq in queue_irqs(snap, name):
             aff = snap.irq_affinity.get(irq)
             cpus = (aff.effective or aff.affinity) if aff else None
-            if cpus and not set(cpus) & local:
+            if cpus and local.isdisjoint(cpus):
                 far_irqs.append(irq)
-        far_rps = far_xps = 0
-        xps_fix = []
         ordered = sorted(local)
-        beyond: dict[str | None, bool] = {}  # mask -> names a CPU off the node (a NIC repeats a few)
-        for q in dev.queues if dev else ():
-            if q.kind not in ("rx", "tx"):
-                continue
-            mask = q.rps_cpus if q.kind == "rx" else q.xps_cpus
-            far = beyond.get(mask)
-            if far is None:
-                far = beyond[mask] = bool(set(mask_cpus(mask)) - local)
-            if not far:
-                continue
-            if q.kind == "rx":
-                far_rps += 1
-            else:
-                far_xps += 1
-                xps_fix.append(f"nettop set xps {name} {q.index} {_cpu_text(ordered[q.index % len(ordered)])}")
+        far_rps, far_xps, xps_fix = _far_queues(name, dev.queues if dev else (), local, ordered)
         if not (far_irqs or far_rps or far_xps):
             continue
         fix = []
         if far_irqs:
             fix.append(f"nettop set irq {name} numa")
+        local_text = _cpus_text(tuple(ordered))
         if far_rps:
-            fix.append(f"nettop set rps {name} all {cpus_text(sorted(local))}")
+            fix.append(f"nettop set rps {name} all {local_text}")
         fix += xps_fix
         node = dev.numa_node if dev else None
         yield Finding(
@@ -98,11 +83,56 @@ def numa_locality(ctx: Context) -> Iterator[Finding]:
                                     f"XPS of {far_xps} tx queue(s)" if far_xps else "") if x)
             + " use CPUs of another node",
             "every packet then crosses the interconnect: remote memory, slower and with more jitter",
-            (f"NIC-local CPUs: {cpus_text(sorted(local))}",
+            (f"NIC-local CPUs: {local_text}",
              f"remote IRQs: {', '.join(map(str, far_irqs[:8]))}{' ...' if len(far_irqs) > 8 else ''}" if far_irqs
              else "remote IRQs: none"),
             {"far_irqs": float(len(far_irqs)), "far_rps": float(far_rps), "far_xps": float(far_xps)},
             ctx.window.span, tuple(fix), None, f"{MLX}; {SCALING} (RPS/XPS: use CPUs of the NIC's node)")
+
+
+# NIC name -> (its queues, its local CPUs, what `_far_queues` found): a NIC's queue
+# settings are read in rotation and its QueueConfig tuple is the same object until one
+# of them changes, so at 4 x 128 queues the walk and ~500 XPS fix lines are done once,
+# not every tick. The tuple is held, so its id cannot be reused while it is kept.
+_FAR: dict[str, tuple[tuple[Any, ...], frozenset[int], tuple[int, int, tuple[str, ...]]]] = {}
+_FAR_KEEP = 64
+
+
+def _far_queues(name: str, queues: tuple[Any, ...], local: frozenset[int],
+                ordered: list[int]) -> tuple[int, int, tuple[str, ...]]:
+    """(rx queues whose RPS CPUs leave the node, tx queues whose XPS CPUs do, the XPS
+    fixes) of one NIC; kept while its queue settings and local CPUs stay the same."""
+    got = _FAR.get(name)
+    if got is not None and got[0] is queues and got[1] == local:
+        return got[2]
+    far_rps = far_xps = 0
+    xps_fix = []
+    beyond: dict[str | None, bool] = {}  # mask -> names a CPU off the node (a NIC repeats a few)
+    for q in queues:
+        if q.kind not in ("rx", "tx"):
+            continue
+        mask = q.rps_cpus if q.kind == "rx" else q.xps_cpus
+        far = beyond.get(mask)
+        if far is None:
+            far = beyond[mask] = bool(set(mask_cpus(mask)) - local)
+        if not far:
+            continue
+        if q.kind == "rx":
+            far_rps += 1
+        else:
+            far_xps += 1
+            xps_fix.append(f"nettop set xps {name} {q.index} {_cpu_text(ordered[q.index % len(ordered)])}")
+    found = (far_rps, far_xps, tuple(xps_fix))
+    _FAR[name] = (queues, local, found)
+    while len(_FAR) > _FAR_KEEP:
+        del _FAR[next(iter(_FAR))]
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _cpus_text(cpus: tuple[int, ...]) -> str:
+    """`cpus_text` of a NIC's local CPUs, cached: the same few lists every tick."""
+    return cpus_text(cpus)
 
 
 @functools.lru_cache(maxsize=1024)
