@@ -76,7 +76,7 @@ def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, 
     rm = compute_rates(_snap(0.0, am), _snap(elapsed, bm))
     rt = compute_rates(_snap(0.0, at), _snap(elapsed, bt))
     assert rm.problems == rt.problems
-    assert rm.irqs.keys() == rt.irqs.keys()
+    assert list(rm.irqs) == list(rt.irqs)  # the same IRQs in the same order
     for irq, x in rm.irqs.items():
         y = rt.irqs[irq]
         assert (x.per_s, x.presence, x.reset) == (y.per_s, y.presence, y.reset), irq
@@ -89,6 +89,38 @@ def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, 
         assert wm.irq_peak(irq) == wt.irq_peak(irq)
     some = list(am.irqs)[::2] + [999]  # and an IRQ neither has
     assert wm.irq_sum(some) == wt.irq_sum(some) and wm.irq_sum([999]) is None
+
+
+def test_irq_rates_of_a_matrix_are_built_when_first_read(monkeypatch):
+    """GIVEN two count matrices WHEN every count moved forwards THEN no IrqRates is built
+    until the rates are read (`nettop record` never reads them), and they then read,
+    compare and pickle as the per-IRQ path's dict; WHEN a count went backwards THEN its
+    problem is told at once, as by the per-IRQ path."""
+    from nettop.model import rates as R
+
+    built: list[int] = []
+    build = R._build_irq_rates
+
+    def counting(*parts):
+        built.append(1)
+        return build(*parts)
+
+    monkeypatch.setattr(R, "_build_irq_rates", counting)
+    cpus = (0, 1, 2)
+    am, at = _tables(cpus, [[1, 2, 3], [5, 0, 0], [9, 9, 9]])
+    bm, bt = _tables(cpus, [[4, 2, 3], [5, 0, 7], [9, 9, 9]])
+    rm = compute_rates(_snap(0.0, am), _snap(2.0, bm))
+    assert built == []
+    want = compute_rates(_snap(0.0, at), _snap(2.0, bt)).irqs
+    assert type(want) is dict and built == []
+    assert rm.irqs[40].per_s == 1.5 and built == [1]
+    assert rm.irqs == want and list(rm.irqs.items()) == list(want.items()) and 42 in rm.irqs
+    copy = pickle.loads(pickle.dumps(rm.irqs))
+    assert type(copy) is dict and copy == want and built == [1]
+    cm, ct = _tables(cpus, [[4, 1, 3], [5, 0, 7], [9, 9, 9]])
+    back = compute_rates(_snap(2.0, bm), _snap(3.0, cm))
+    assert back.problems and back.problems == compute_rates(_snap(2.0, bt), _snap(3.0, ct)).problems
+    assert back.irqs[40].reset and built == [1]
 
 
 def test_the_codec_stores_a_row_as_the_tuple_and_reads_back_equal():

@@ -20,13 +20,16 @@ import operator
 import threading
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, TypeVar, ValuesView
 
 from nettop.model.counters import U32, U64, Step, delta
 from nettop.model.counts import numpy, table_matrix
 from nettop.model.cpu_columns import ARRAYS_FROM, EXACT, SOFTIRQS, SOFTNET, TIMES, columns
 from nettop.model.problems import Problem
-from nettop.model.snapshot import CpuTimes, Irq, LinkStats, QueueCounters, Snapshot
+from nettop.model.snapshot import CpuTimes, InterruptTable, Irq, LinkStats, QueueCounters, Snapshot
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class Presence(Enum):
@@ -214,14 +217,14 @@ _TIME_PCT = [0, 2, 3, 4, 5, 6, 7]  # _TIME_FIELDS among cpu_columns.TIMES (nice 
 
 
 def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: list[Problem],
-                      cpus: list[int]) -> CpuRatesTable | None:
+                      cpus: list[int]) -> RatesTable[int, CpuRates] | None:
     """`_cpu_rates_each` on arrays: every CPU whose counts need no judging (online, each
     32-bit count within its width and not backwards, the times within 50 bits and no
     more ticks than the clock allows) is computed at once, with the same expressions in
     the same order, so the floats are those of the per-CPU path; the others (offline, a
     step backwards, a corrupt count) go through `_one_cpu` in CPU order, so the problems
     are the same problems in the same order; their CpuRates are built when first read
-    (`CpuRatesTable`). None when a snapshot holds a value that is not an int within
+    (`RatesTable`). None when a snapshot holds a value that is not an int within
     int64: then every CPU takes the per-CPU path."""
     np = numpy()
     got = [columns(m, f) for m, f in ((prev.cpu_times, TIMES), (cur.cpu_times, TIMES),
@@ -269,67 +272,65 @@ def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: l
         one = _one_cpu(prev, cur, cpu, elapsed, problems)
         assert one is not None  # only a CPU in none of the three is left out
         judged[i] = one
-    return CpuRatesTable(cpus, codes, pct, both_t, s_per_s, both_s, n_per_s, both_n, reset,
-                         cur.softnet, judged)
+    return RatesTable(_build_cpu_rates, cpus, codes, pct, both_t, s_per_s, both_s, n_per_s, both_n, reset,
+                      cur.softnet, judged)
 
 
-class CpuRatesTable(Mapping[int, CpuRates]):
-    """`cpu_rates` of many CPUs, kept as the arrays they were computed on until read.
+class RatesTable(Mapping[K, V]):
+    """Rates of many CPUs or IRQs, kept as the arrays they were computed on until read.
 
-    At 1,024 CPUs the CpuRates objects cost more than their arithmetic (~2 ms a tick),
-    and `nettop record` never reads them (the doctor reads the snapshots, recordings
-    store no Rates). This keeps the arrays and the CPUs that were judged one by one
-    (`_one_cpu`: their problems are told at once, in CPU order), and builds the dict of
-    CpuRates, every figure as `_cpu_rates_arrays` computed it, the first time anything is
-    asked of it; from then on it reads as that dict (equal to it, pickled as it)."""
+    At 1,024 CPUs the CpuRates and IrqRates objects cost more than their arithmetic
+    (~3 ms a tick), and `nettop record` never reads them (the doctor reads the
+    snapshots, recordings store no Rates). This keeps what `build` needs (arrays; what
+    had to be judged one by one was judged, and its problems told, at once) and makes
+    the dict the first time anything is asked of it; from then on it reads as that dict
+    (equal to it, pickled as it)."""
 
-    __slots__ = ("_parts", "_built", "_lock")
+    __slots__ = ("_build", "_parts", "_built", "_lock")
 
-    def __init__(self, cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s: Any, both_s: Any,
-                 n_per_s: Any, both_n: Any, reset: Any, softnet: Mapping[int, Any],
-                 judged: dict[int, CpuRates | None]) -> None:
-        self._parts: tuple[Any, ...] | None = (
-            cpus, codes, pct, both_t, s_per_s, both_s, n_per_s, both_n, reset, softnet, judged)
-        self._built: dict[int, CpuRates] | None = None
+    def __init__(self, build: Callable[..., dict[K, V]], *parts: Any) -> None:
+        self._build: Callable[..., dict[K, V]] | None = build
+        self._parts: tuple[Any, ...] | None = parts
+        self._built: dict[K, V] | None = None
         self._lock = threading.Lock()
 
-    def _dict(self) -> dict[int, CpuRates]:
+    def _dict(self) -> dict[K, V]:
         got = self._built
         if got is None:
             with self._lock:  # the sampler thread and a reader may ask at once
                 got = self._built
                 if got is None:
-                    assert self._parts is not None
-                    got = self._built = _build_cpu_rates(*self._parts)
-                    self._parts = None  # the arrays are no longer needed
+                    assert self._build is not None and self._parts is not None
+                    got = self._built = self._build(*self._parts)
+                    self._build = self._parts = None  # the arrays are no longer needed
         return got
 
-    def __getitem__(self, cpu: int) -> CpuRates:
-        return self._dict()[cpu]
+    def __getitem__(self, key: K) -> V:
+        return self._dict()[key]
 
-    def __contains__(self, cpu: object) -> bool:
-        return cpu in self._dict()
+    def __contains__(self, key: object) -> bool:
+        return key in self._dict()
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[K]:
         return iter(self._dict())
 
     def __len__(self) -> int:
         return len(self._dict())
 
-    def keys(self) -> KeysView[int]:
+    def keys(self) -> KeysView[K]:
         return self._dict().keys()
 
-    def values(self) -> ValuesView[CpuRates]:
+    def values(self) -> ValuesView[V]:
         return self._dict().values()
 
-    def items(self) -> ItemsView[int, CpuRates]:
+    def items(self) -> ItemsView[K, V]:
         return self._dict().items()
 
-    def get(self, cpu: int, default: Any = None) -> Any:
-        return self._dict().get(cpu, default)
+    def get(self, key: K, default: Any = None) -> Any:
+        return self._dict().get(key, default)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, CpuRatesTable):
+        if isinstance(other, RatesTable):
             return self._dict() == other._dict()
         if isinstance(other, Mapping):
             return self._dict() == dict(other.items())
@@ -338,7 +339,7 @@ class CpuRatesTable(Mapping[int, CpuRates]):
     __hash__ = None  # type: ignore[assignment]  # as a dict's
 
     def __repr__(self) -> str:
-        return f"CpuRatesTable({self._dict()!r})"
+        return f"RatesTable({self._dict()!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self._dict(),))
@@ -347,7 +348,7 @@ class CpuRatesTable(Mapping[int, CpuRates]):
 def _build_cpu_rates(cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s: Any, both_s: Any,
                      n_per_s: Any, both_n: Any, reset: Any, softnet: Mapping[int, Any],
                      judged: dict[int, CpuRates | None]) -> dict[int, CpuRates]:
-    """The CpuRates of a `CpuRatesTable`: a CpuRates per CPU from the arrays, then the
+    """The CpuRates of `_cpu_rates_arrays`' `RatesTable`: a CpuRates per CPU from the arrays, then the
     judged CPUs' own in their place (or left out)."""
     presence = list(map(_PRESENCE.__getitem__, codes.tolist()))
 
@@ -428,14 +429,18 @@ _PCT_NAMES = tuple(f"{f}_pct" for f in _TIME_FIELDS)
 
 
 def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
-              problems: list[Problem] | None = None) -> dict[int, IrqRates]:
+              problems: list[Problem] | None = None) -> Mapping[int, IrqRates]:
     """Rates of the IRQs whose counts were parsed in both snapshots."""
     if problems is None:
         problems = []
     out: dict[int, IrqRates] = {}
     pcpus, ccpus = prev.interrupts.cpus, cur.interrupts.cpus
     known = frozenset(ccpus) if pcpus == ccpus else None
-    done = _matrix_rates(prev, cur, ccpus, known, elapsed) if known is not None else {}
+    moved = _matrix_moved(prev, cur, ccpus, elapsed) if known is not None else None
+    if moved is not None and not moved[3]:  # every count forwards: nothing to judge here
+        gone = tuple(prev.interrupts.irqs.keys() - cur.interrupts.irqs.keys())
+        return RatesTable(_build_irq_rates, cur.interrupts, ccpus, known, *moved[:3], gone)
+    done = _matrix_rates(*moved, ccpus, known) if moved is not None and known is not None else {}
     for irq, b in cur.interrupts.irqs.items():
         got = done.get(irq)
         if got is not None:
@@ -454,6 +459,23 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
             continue
         out[irq] = _one_irq(a, b, pcpus, ccpus, elapsed, problems, known)
     for irq in prev.interrupts.irqs.keys() - cur.interrupts.irqs.keys():
+        out[irq] = IrqRates(irq, Presence.GONE)
+    return out
+
+
+def _build_irq_rates(table: InterruptTable, cpus: tuple[int, ...], known: frozenset[int], irqs: tuple[int, ...],
+                     where: tuple[Any, Any, Any], per_s: Any, gone: tuple[int, ...]) -> dict[int, IrqRates]:
+    """The IrqRates of `irq_rates`' `RatesTable`: the loop of `irq_rates` when every
+    counted IRQ of the table is a row of its matrix and none went backwards."""
+    done = _matrix_rates(irqs, where, per_s, frozenset(), cpus, known)
+    out: dict[int, IrqRates] = {}
+    for irq, b in table.irqs.items():
+        got = done.get(irq)
+        if got is not None:
+            out[irq] = got
+        else:
+            assert b.counts is None  # every counted IRQ is a row of the matrix
+    for irq in gone:
         out[irq] = IrqRates(irq, Presence.GONE)
     return out
 
@@ -498,16 +520,16 @@ class PerCpuRates(Mapping[int, float]):
         return f"PerCpuRates({dict(self.items())!r})"
 
 
-def _matrix_rates(prev: Snapshot, cur: Snapshot, cpus: tuple[int, ...], known: frozenset[int],
-                  elapsed: float) -> dict[int, IrqRates]:
-    """`_fast_irq` for every IRQ at once when both tables are one count matrix each, of
-    the same IRQs and CPUs (the sysfs reader's, model/counts.py): one comparison of the
-    two matrices and one subtraction of the counts that moved, instead of a walk of 1,024
-    counts per IRQ. An IRQ with a count that went backwards is left out, for `_one_irq`
-    to judge and explain. The figures are those of `_fast_irq`, computed in the same order."""
+def _matrix_moved(prev: Snapshot, cur: Snapshot, cpus: tuple[int, ...],
+                  elapsed: float) -> tuple[tuple[int, ...], tuple[Any, Any, Any], Any, frozenset[int]] | None:
+    """When both tables are one count matrix each, of the same IRQs and CPUs (the sysfs
+    reader's, model/counts.py): (the matrix's IRQs, (rows, columns, steps) of the counts
+    that moved, their steps per second, the rows with a count that went backwards); else
+    None. One comparison of the two matrices and one subtraction of the counts that
+    moved, instead of a walk of 1,024 counts per IRQ."""
     ma, mb = table_matrix(prev.interrupts), table_matrix(cur.interrupts)
     if ma is None or mb is None or not ma.same_layout(mb) or elapsed <= 0 or not cpus:
-        return {}
+        return None
     np = numpy()  # loaded already: the reader made these matrices
     # the counts that moved, found on the uint32 matrices (a queue IRQ moves on a CPU or
     # a few of 1,024): only those are widened to int64 and subtracted
@@ -516,16 +538,24 @@ def _matrix_rates(prev: Snapshot, cur: Snapshot, cpus: tuple[int, ...], known: f
     moved = np.flatnonzero(vb != va)
     rows, cols = np.divmod(moved, mb.values.shape[1])
     d = vb[moved].astype(np.int64) - va[moved]
-    back = set(rows[d < 0].tolist())
-    per_s = (d / elapsed).tolist()
+    back = frozenset(rows[d < 0].tolist())
+    return mb.irqs, (rows, cols, d), d / elapsed, back
+
+
+def _matrix_rates(irqs: tuple[int, ...], where: tuple[Any, Any, Any], per_s: Any, back: frozenset[int],
+                  cpus: tuple[int, ...], known: frozenset[int]) -> dict[int, IrqRates]:
+    """`_fast_irq` for every row of `_matrix_moved`'s matrix but those in `back` (a count
+    that went backwards, for `_one_irq` to judge and explain). The figures are those of
+    `_fast_irq`, computed in the same order."""
+    rows, cols, _ = where
     fired: dict[int, dict[int, float]] = {}
-    for r, c, v in zip(rows.tolist(), cols.tolist(), per_s):
+    for r, c, v in zip(rows.tolist(), cols.tolist(), per_s.tolist()):
         got = fired.get(r)
         if got is None:
             got = fired[r] = {}
         got[cpus[c]] = v
     out: dict[int, IrqRates] = {}
-    for r, irq in enumerate(mb.irqs):
+    for r, irq in enumerate(irqs):
         if r in back:
             continue
         f = fired.get(r)
