@@ -5,8 +5,10 @@ import json
 import pickle
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from nettop.doctor import window as W
 from nettop.doctor.window import Window
 from nettop.model.counters import U32
 from nettop.model.counts import CountMatrix, CountRow, table_matrix
@@ -81,14 +83,23 @@ def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, 
         y = rt.irqs[irq]
         assert (x.per_s, x.presence, x.reset) == (y.per_s, y.presence, y.reset), irq
         assert dict(x.per_cpu_per_s.items()) == dict(y.per_cpu_per_s.items())
-    wm = Window([Point(_snap(0.0, am), None), Point(_snap(elapsed, bm), None)], window_s=100.0)
-    wt = Window([Point(_snap(0.0, at), None), Point(_snap(elapsed, bt), None)], window_s=100.0)
-    assert wm._irq_matrix() is not None and wt._irq_matrix() is None
-    for irq in am.irqs:
-        assert wm.irq_counts(irq) == wt.irq_counts(irq)
-        assert wm.irq_peak(irq) == wt.irq_peak(irq)
     some = list(am.irqs)[::2] + [999]  # and an IRQ neither has
-    assert wm.irq_sum(some) == wt.irq_sum(some) and wm.irq_sum([999]) is None
+    twice = list(am.irqs)[:1] * 2  # an IRQ named twice counts twice
+    wt = Window([Point(_snap(0.0, at), None), Point(_snap(elapsed, bt), None)], window_s=100.0)
+    assert wt._irq_matrix() is None
+    want = ([wt.irq_counts(irq) for irq in am.irqs], [wt.irq_peak(irq) for irq in am.irqs],
+            wt.irq_peaks(list(am.irqs)), wt.irq_sum(some), wt.irq_sum(twice))
+    for sparse in (1 << 30, 0):  # the counts that moved, and the whole matrix
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(W, "SPARSE_PER_ROW", sparse)
+            wm = Window([Point(_snap(0.0, am), None), Point(_snap(elapsed, bm), None)], window_s=100.0)
+            m = wm._irq_matrix()
+            assert m is not None and (type(m[1]) is W._SparseSteps) == (sparse > 0 or a_rows == b_rows)
+            peaks = [wm.irq_peak(irq) for irq in am.irqs]  # before irq_peaks: each way first once
+            got = ([wm.irq_counts(irq) for irq in am.irqs], peaks, wm.irq_peaks(list(am.irqs)),
+                   wm.irq_sum(some), wm.irq_sum(twice))
+        assert got == want
+        assert all(type(v) is int for v in got[3] or []) and wm.irq_sum([999]) is None
 
 
 def test_irq_rates_of_a_matrix_are_built_when_first_read(monkeypatch):

@@ -110,6 +110,110 @@ def _per_s_one(get: Any, a: Any, b: Any, n: int, elapsed: float) -> tuple[float,
     return tuple(_d(x, y, U32) / elapsed for x, y in zip(xs, ys))
 
 
+# A window's interrupts are kept as the counts that moved while at most this many per
+# IRQ moved (a queue IRQ fires on a CPU or a few of 1,024); beyond, as the whole matrix.
+SPARSE_PER_ROW = 8
+
+
+class _Steps:
+    """The window's interrupts of each IRQ (a row) on each CPU (a column): the steps of
+    two uint32 count matrices, a count's step judged as `_d` judges it (a wrap near the
+    top of 32 bits, else a reset from 0)."""
+
+    ncols: int
+
+    def row(self, r: int) -> list[int]:
+        raise NotImplementedError
+
+    def sum_rows(self, rows: list[int]) -> list[int]:
+        """The per-CPU sum of `rows` (a row named twice counts twice)."""
+        raise NotImplementedError
+
+    def peaks(self) -> tuple[list[int], list[int]]:
+        """Each row's total and its first column with the most interrupts."""
+        raise NotImplementedError
+
+
+class _DenseSteps(_Steps):
+    """Every step, uint32 as the counts (a 32-bit count's step fits)."""
+
+    def __init__(self, va: Any, vb: Any) -> None:
+        d = vb - va  # uint32: a wrap's step is the difference modulo 2**32
+        back = vb < va
+        if back.any():  # as `_d`: a wrap near the top of 32 bits, else a reset from 0
+            reset = back & ~((va >= U32 - (U32 >> 2)) & (vb < (U32 >> 2)))
+            d[reset] = vb[reset]
+        self.d = d
+        self.ncols = int(d.shape[1])
+
+    def row(self, r: int) -> list[int]:
+        return cast("list[int]", self.d[r].tolist())
+
+    def sum_rows(self, rows: list[int]) -> list[int]:
+        lo, hi = min(rows), max(rows)
+        # a NIC's queue IRQs are usually adjacent rows: a slice, not a copy of them
+        block = self.d[lo:hi + 1] if hi - lo + 1 == len(rows) == len(set(rows)) else self.d[rows]
+        return cast("list[int]", block.sum(axis=0).tolist())
+
+    def peaks(self) -> tuple[list[int], list[int]]:
+        return self.d.sum(axis=1).tolist(), self.d.argmax(axis=1).tolist()
+
+
+class _SparseSteps(_Steps):
+    """Only the counts that moved: (row, column, step) in row-major order. On 516 queue
+    IRQs x 1,024 CPUs a dense window was a 2 MB matrix written and read three times a
+    tick for ~2,000 counts that moved; the figures are the same ints (sums stay far
+    below 2**53, so float64 adds them exactly)."""
+
+    def __init__(self, rows: Any, cols: Any, steps: Any, nrows: int, ncols: int) -> None:
+        self.rows, self.cols, self.steps = rows, cols, steps
+        self.nrows, self.ncols = nrows, ncols
+
+    def row(self, r: int) -> list[int]:
+        np = numpy()
+        lo, hi = np.searchsorted(self.rows, [r, r + 1]).tolist()
+        out = [0] * self.ncols
+        for c, v in zip(self.cols[lo:hi].tolist(), self.steps[lo:hi].tolist()):
+            out[c] = v
+        return out
+
+    def sum_rows(self, rows: list[int]) -> list[int]:
+        np = numpy()
+        times = np.bincount(np.asarray(rows, np.int64), minlength=self.nrows)[self.rows]
+        got = np.bincount(self.cols, weights=self.steps * times, minlength=self.ncols)
+        return cast("list[int]", got.astype(np.int64).tolist())
+
+    def peaks(self) -> tuple[list[int], list[int]]:
+        np = numpy()
+        totals = np.bincount(self.rows, weights=self.steps, minlength=self.nrows).astype(np.int64)
+        # each row's largest step, the lowest column first; a row of zeros peaks at column 0
+        order = np.lexsort((self.cols, -self.steps, self.rows))
+        r = self.rows[order]
+        first = order[np.concatenate(([True], r[1:] != r[:-1]))] if len(r) else order
+        first = first[self.steps[first] > 0]
+        peak = np.zeros(self.nrows, np.int64)
+        peak[self.rows[first]] = self.cols[first]
+        return totals.tolist(), peak.tolist()
+
+
+def _steps(va: Any, vb: Any) -> _Steps:
+    """The window's interrupts between two count matrices of the same layout."""
+    np = numpy()
+    nrows, ncols = va.shape
+    a, b = va.ravel(), vb.ravel()
+    moved = np.flatnonzero(b != a)
+    if len(moved) > SPARSE_PER_ROW * nrows:
+        return _DenseSteps(va, vb)
+    x, y = a[moved].astype(np.int64), b[moved].astype(np.int64)
+    d = y - x
+    back = d < 0
+    if back.any():  # as `_d`: a wrap near the top of 32 bits, else a reset from 0
+        wrap = back & (x >= U32 - (U32 >> 2)) & (y < (U32 >> 2))
+        d = np.where(wrap, d + U32, np.where(back, y, d))
+    rows, cols = np.divmod(moved, ncols)
+    return _SparseSteps(rows, cols, d, nrows, ncols)
+
+
 class Window:
     """The last `window_s` seconds of a timeline, as seen by the rules."""
 
@@ -135,7 +239,7 @@ class Window:
         self._softnet: dict[int, tuple[float, float, float, float]] | None = None
         self._net_rx: dict[int, float] | None = None
         self._irq_counts: dict[int, list[int] | None] = {}
-        self._irq_m: tuple[CountMatrix, Any] | None = None  # see _irq_matrix
+        self._irq_m: tuple[CountMatrix, _Steps] | None = None  # see _irq_matrix
         self._irq_m_done = False
         self._irq_peaks: tuple[list[int], list[int]] | None = None  # rows' totals and argmax
 
@@ -193,7 +297,7 @@ class Window:
         if m is not None:
             row = m[0].index(irq)
             if row is not None:
-                out = m[1][row].tolist()
+                out = m[1].row(row)
                 self._irq_counts[irq] = out
                 return out
         a = self.first.interrupts.irqs.get(irq)
@@ -222,10 +326,7 @@ class Window:
             if d is not None:
                 acc = d if acc is None else list(map(operator.add, acc, d))
         if rows and m is not None:
-            lo, hi = min(rows), max(rows)
-            # a NIC's queue IRQs are usually adjacent rows: a slice, not a copy of them
-            block = m[1][lo:hi + 1] if hi - lo + 1 == len(rows) == len(set(rows)) else m[1][rows]
-            got = block.sum(axis=0).tolist()
+            got = m[1].sum_rows(rows)
             acc = got if acc is None else list(map(operator.add, acc, got))
         return acc
 
@@ -235,10 +336,10 @@ class Window:
         m = self._irq_matrix()
         row = m[0].index(irq) if m is not None else None
         if m is not None and row is not None:
-            if not m[1].shape[1]:
+            if not m[1].ncols:
                 return None  # no CPU columns: as an empty list below
             if self._irq_peaks is None:
-                self._irq_peaks = (m[1].sum(axis=1).tolist(), m[1].argmax(axis=1).tolist())
+                self._irq_peaks = m[1].peaks()
             totals, peaks = self._irq_peaks
             return totals[row], peaks[row]
         d = self.irq_counts(irq)
@@ -249,10 +350,10 @@ class Window:
     def irq_peaks(self, irqs: Iterable[int]) -> list[tuple[int, int] | None]:
         """`irq_peak` of each of `irqs` (a NIC's 256 queue IRQs in one call)."""
         m = self._irq_matrix()
-        if m is None or not m[1].shape[1]:
+        if m is None or not m[1].ncols:
             return [self.irq_peak(irq) for irq in irqs]
         if self._irq_peaks is None:
-            self._irq_peaks = (m[1].sum(axis=1).tolist(), m[1].argmax(axis=1).tolist())
+            self._irq_peaks = m[1].peaks()
         totals, peaks = self._irq_peaks
         index = m[0].index
         out: list[tuple[int, int] | None] = []
@@ -261,26 +362,19 @@ class Window:
             out.append((totals[row], peaks[row]) if row is not None else self.irq_peak(irq))
         return out
 
-    def _irq_matrix(self) -> tuple[CountMatrix, Any] | None:
+    def _irq_matrix(self) -> tuple[CountMatrix, _Steps] | None:
         """(the last sample's count matrix, whose `index` gives an IRQ's row; the window's
-        per-CPU interrupts, uint32 as the counts (a 32-bit count's step fits), in its rows)
-        when both samples' counts are one count matrix each, of the same IRQs and CPUs
-        (model/counts.py); else None (per-IRQ lists)."""
+        per-CPU interrupts in its rows) when both samples' counts are one count matrix
+        each, of the same IRQs and CPUs (model/counts.py); else None (per-IRQ lists)."""
         if self._irq_m_done:
             return self._irq_m
         self._irq_m_done = True
-        got: tuple[CountMatrix, Any] | None = None
+        got: tuple[CountMatrix, _Steps] | None = None
         a, b = self.first.interrupts, self.last.interrupts
         ma, mb = table_matrix(a), table_matrix(b)
         if (ma is not None and mb is not None and ma.same_layout(mb) and a.cpus == b.cpus
                 and self.has_rates):
-            va, vb = ma.values, mb.values
-            d = vb - va  # uint32: a wrap's step is the difference modulo 2**32
-            back = vb < va
-            if back.any():  # as `_d`: a wrap near the top of 32 bits, else a reset from 0
-                reset = back & ~((va >= U32 - (U32 >> 2)) & (vb < (U32 >> 2)))
-                d[reset] = vb[reset]
-            got = (mb, d)
+            got = (mb, _steps(ma.values, mb.values))
         self._irq_m = got
         return got
 
