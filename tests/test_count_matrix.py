@@ -142,3 +142,29 @@ def test_the_codec_stores_a_row_as_the_tuple_and_reads_back_equal():
     assert sm == st_
     back = codec.join(json.loads(sm[0]), sm[1], sm[2])
     assert back == _snap(1.0, m) == _snap(1.0, t)
+
+
+def test_a_tables_matrix_is_found_once_while_the_table_is_kept(monkeypatch):
+    """The tick's rates and the doctor's window ask for the same tables' matrices: each
+    table is walked once while it is among the few kept, and a new table (a new read) is
+    walked again, never answered with another table's matrix."""
+    from nettop.model import counts
+
+    walked: list[int] = []
+    walk = counts._table_matrix
+
+    def counting(table):
+        walked.append(id(table))
+        return walk(table)
+
+    monkeypatch.setattr(counts, "_table_matrix", counting)
+    am, _ = _tables((0, 1), [[1, 2], [3, 4]])
+    bm, _ = _tables((0, 1), [[1, 2], [3, 4]])
+    assert table_matrix(am) is table_matrix(am) is not None and len(walked) == 1
+    got = table_matrix(bm)
+    assert got is not None and got is not table_matrix(am) and len(walked) == 2
+    assert table_matrix(InterruptTable((0, 1), {})) is None and len(walked) == 3
+    for _ in range(counts._KEEP):
+        table_matrix(_tables((0, 1), [[1, 2]])[0])
+    walked.clear()
+    assert table_matrix(am) is not None and walked == [id(am)]  # gone from the kept few: walked again

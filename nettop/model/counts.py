@@ -15,6 +15,7 @@ reader refuses a value outside it (it falls back to /proc/interrupts).
 
 from __future__ import annotations
 
+import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
 
@@ -106,9 +107,32 @@ class CountRow(Sequence[int]):
         return (tuple, (tuple(self.array.tolist()),))
 
 
+# The matrix of the last few tables asked for (by identity; the table is held so its id
+# cannot be reused): a tick's rates ask for the two newest snapshots' and the doctor's
+# window for its first and last, so each snapshot's ~520 IRQs are walked once, not four
+# times. A snapshot's table never changes after its read, so a kept answer stays right.
+# Few are kept: each holds its matrix (2 MB at 1,024 CPUs) beyond the life of its snapshot.
+_KEEP = 8
+_kept: dict[int, tuple[InterruptTable, CountMatrix | None]] = {}
+_lock = threading.Lock()
+
+
 def table_matrix(table: InterruptTable) -> CountMatrix | None:
     """The count matrix of a table whose every counted IRQ is a row of it, in its order
     (as the sysfs reader builds them); else None."""
+    with _lock:
+        got = _kept.get(id(table))
+    if got is not None and got[0] is table:
+        return got[1]
+    m = _table_matrix(table)
+    with _lock:
+        _kept[id(table)] = (table, m)
+        while len(_kept) > _KEEP:
+            del _kept[next(iter(_kept))]
+    return m
+
+
+def _table_matrix(table: InterruptTable) -> CountMatrix | None:
     irqs = table.irqs
     if not irqs:
         return None
