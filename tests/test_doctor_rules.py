@@ -93,6 +93,27 @@ def test_numa_locality_walks_a_nics_queues_again_only_when_its_settings_change(m
     assert f.figures["far_xps"] == 1 and f.fix == ("nettop set xps eth0 1 3",) and walked
 
 
+def test_a_nics_queue_irqs_are_kept_per_queue_map_and_handed_out_as_a_new_list():
+    """The rules ask for each NIC's queue IRQs several times a tick: the answer is kept for
+    its QueueMap (the same object until its queues change), each caller gets its own
+    list, and a new QueueMap is asked afresh."""
+    import dataclasses
+
+    from nettop.doctor.rules import common
+    from nettop.model.snapshot import QueueIrqs, QueueMap
+
+    snap = FakeHost(queue_irqs={"eth0": {0: 31, 1: 30}}).points()[-1].snapshot
+    first = common.queue_irqs(snap, "eth0")
+    assert first == [30, 31]
+    first.append(99)  # a caller's own list
+    assert common.queue_irqs(snap, "eth0") == [30, 31] and common.queue_irqs(snap, "eth0", ("tx",)) == []
+    qm = snap.queue_maps["eth0"]
+    assert [k for k, v in common._QUEUE_IRQS.items() if v[0] is qm] == [(id(qm), ("rx", "tx", "combined")),
+                                                                        (id(qm), ("tx",))]
+    moved = dataclasses.replace(snap, queue_maps={"eth0": QueueMap("eth0", (QueueIrqs("rx", 0, (40, 30)),), "none")})
+    assert common.queue_irqs(moved, "eth0") == [30, 40] and common.queue_irqs(snap, "eth0") == [30, 31]
+
+
 # 3 irqbalance -------------------------------------------------------------------------
 
 def test_irqbalance_over_a_manual_spread_and_no_irqbalance_with_all_on_cpu0():

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 from nettop.doctor import thresholds as T
 from nettop.doctor.finding import Finding, Severity
 from nettop.doctor.rules.common import (
-    INTEL, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, node_of_cpus, pct,
+    INTEL, KEPT_LOCK, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, node_of_cpus, pct,
     queue_irqs, rate,
 )
 
@@ -123,9 +123,10 @@ def _far_queues(name: str, queues: tuple[Any, ...], local: frozenset[int],
             far_xps += 1
             xps_fix.append(f"nettop set xps {name} {q.index} {_cpu_text(ordered[q.index % len(ordered)])}")
     found = (far_rps, far_xps, tuple(xps_fix))
-    _FAR[name] = (queues, local, found)
-    while len(_FAR) > _FAR_KEEP:
-        del _FAR[next(iter(_FAR))]
+    with KEPT_LOCK:
+        _FAR[name] = (queues, local, found)
+        while len(_FAR) > _FAR_KEEP:
+            del _FAR[next(iter(_FAR))]
     return found
 
 
