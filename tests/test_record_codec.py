@@ -377,3 +377,24 @@ def test_the_writer_stores_a_changed_skeleton_even_when_it_compares_equal(two_re
     w.close()
     back = list(Reader(str(path)).snapshots())
     assert back == snaps and [type(s.uptime_s) for s in back] == [float, float, int, int, float]
+
+
+def test_a_big_vector_is_packed_fast_and_read_back_with_the_same_filters():
+    """Vectors of BIG_VECTOR values or more are compressed with the fast encoder search;
+    the stream reads back with the one decoder setting (and from a Writer)."""
+    np = numpy()
+    n = codec.BIG_VECTOR + 3
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 2 ** 40, n)
+    b = a + rng.integers(0, 50, n) * (rng.random(n) < 0.02)
+    c = b + (b - a) + rng.integers(-3, 4, n) * (rng.random(n) < 0.02)
+    al, bl, cl = a.tolist(), b.tolist(), c.tolist()
+    order = codec.Order.between(al, bl, by_size=True)
+    blob = codec.pack_ints(cl, bl, al, order)
+    assert blob == codec.pack_diffs((c - 2 * b + a)[order.perm()])
+    assert codec.unpack_ints(blob, bl, al, order) == cl
+    fast = codec.lzma.compress(codec._planes([1] * n), format=codec.lzma.FORMAT_RAW, filters=codec.LZMA_FAST_FILTERS)
+    assert codec.pack_ints([-1] * n)[1:] == fast  # the fast search was used (zigzag of -1 is 1)
+    small = codec.pack_ints([-1] * (codec.BIG_VECTOR - 1))
+    assert small[1:] == codec.lzma.compress(codec._planes([1] * (codec.BIG_VECTOR - 1)),
+                                            format=codec.lzma.FORMAT_RAW, filters=codec.LZMA_FILTERS)

@@ -538,6 +538,20 @@ PLANE_TAGS = (bytes([LZMA_PLANES]), bytes([LZMA_PLANES_2]))
 # both smaller and faster here. Other tools decode it with xz's raw mode and these values.
 LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 16, "lc": 0, "lp": 0, "pb": 0,
                  "mode": lzma.MODE_NORMAL, "nice_len": 273, "mf": lzma.MF_BT4}] if lzma else None
+# The encoder's search for vectors of BIG_VECTOR values or more (a 1,024-CPU host has
+# ~560,000): the normal mode's binary-tree search took 660 ms for a key sample there and
+# 1.9 ms for each ~16 kB sample between, the fast mode's hash chains 17 and 0.1 ms, for
+# a few percent more bytes. Smaller hosts keep the normal mode (a 64-CPU host's 24 h
+# grew 97 -> 104 MB with the fast one). mode, nice_len and mf are the encoder's own:
+# the stream is decoded with LZMA_FILTERS either way.
+BIG_VECTOR = 1 << 16
+LZMA_FAST_FILTERS = [{**LZMA_FILTERS[0], "mode": lzma.MODE_FAST, "mf": lzma.MF_HC4}] if LZMA_FILTERS else None
+
+
+def _lzma_planes(planes: bytes, n: int) -> bytes:
+    """Format 2's blob of a vector of n values from its byte planes (_planes)."""
+    filters = LZMA_FAST_FILTERS if n >= BIG_VECTOR else LZMA_FILTERS
+    return bytes([LZMA_PLANES_2]) + lzma.compress(planes, format=lzma.FORMAT_RAW, filters=filters)
 
 
 class Order:
@@ -636,7 +650,7 @@ def pack_ints(values: list[int], base: list[int] | None = None, base2: list[int]
         diffs = list(order.fwd(diffs))
     zs = [d << 1 if d >= 0 else ((-d) << 1) - 1 for d in diffs]
     if LZMA_FILTERS is not None and (not zs or max(zs) < 1 << 64):
-        return bytes([LZMA_PLANES_2]) + lzma.compress(_planes(zs), format=lzma.FORMAT_RAW, filters=LZMA_FILTERS)
+        return _lzma_planes(_planes(zs), len(zs))
     out = bytearray()
     append = out.append
     for z in zs:
@@ -687,8 +701,7 @@ def pack_diffs(d: Any, work: tuple[Any, Any] | None = None) -> bytes:
         np.right_shift(head, 63, out=b)
         z = np.bitwise_xor(a, b, out=a).view(np.uint64)
     raw = z.astype("<u8", copy=False).tobytes()
-    return bytes([LZMA_PLANES_2]) + lzma.compress(_planes_of(raw, n), format=lzma.FORMAT_RAW,
-                                                  filters=LZMA_FILTERS)
+    return _lzma_planes(_planes_of(raw, n), n)
 
 
 def _planes(zs: list[int]) -> bytes:
