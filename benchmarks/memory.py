@@ -16,11 +16,17 @@ as on a busy server.
 
 Targets (issue 29): the 64/256-CPU trees <= 150 MB, the 1,024-CPU tree <= 400 MB, the
 recorder at 1,024 CPUs <= 200 MB, the live host <= 100 MB; flat after the first 5 minutes
-(we print the growth from minute 5 to the end; "flat" is within a few MB).
+(we print the growth from minute 5 to the end; "flat" is within a few MB). Each line also
+gives the CPU % the process used over that minute (user + system of nettop and its
+children over wall time, as tui_cost.py counts it), and the report the whole run's after
+the warm-up: the live view at `-i 1` <= 3 % of one CPU on the 256-CPU tree, <= 6 % on the
+1,024-CPU one. `--minutes 2 --case host1024` is a short run of the latter; the exit
+status stays about memory.
 
     sudo .venv/bin/python benchmarks/memory.py [--minutes 60] [--case host64 ...]
     sudo .venv/bin/python benchmarks/memory.py --minutes 3        # smoke
     sudo .venv/bin/python benchmarks/memory.py --src /tmp/old     # another checkout's nettop
+    .venv/bin/python benchmarks/memory.py --minutes 2 --case host1024 --src . --against /tmp/base
 
 --parallel runs the cases at once (a shorter wall time on a machine with cores to spare;
 RSS does not depend on it, but a loaded machine draws fewer frames).
@@ -48,21 +54,29 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent))
-from tui_cost import COLS, ROWS, PtyReader  # noqa: E402
+from tui_cost import COLS, ROWS, PtyReader, cpu_seconds  # noqa: E402
 
 TREES = {"host64": (64, 1500, 16), "host256": (256, 1500, 64)}  # cpus, irqs, queues per NIC
 BIG = ("host1024", "record1024")  # the 1,024-CPU tree (record_cost.SIZES[1024]), shared
 CASES = [*TREES, *BIG, "live"]
 INTERVAL = {"host64": "1", "host256": "1", "host1024": "1", "record1024": "1", "live": "0.1"}
 TARGET_MB = {"host64": 150.0, "host256": 150.0, "host1024": 400.0, "record1024": 200.0, "live": 100.0}
+CPU_TARGET = {"host256": 3.0, "host1024": 6.0}  # % of one CPU, the live view at `-i 1` (issue 29)
 FLAT_AFTER_MIN = 5
 
 
 @dataclass
 class Trace:
     case: str
+    label: str = ""  # the case, and which checkout when two run side by side
     rss_mb: list[float] = field(default_factory=list)  # at minute 0 (after warm-up), 1, 2, ...
+    cpu_pct: list[float] = field(default_factory=list)  # over each minute up to minute 1, 2, ...
+    cpu_s: float = 0.0  # user + system seconds from minute 0 to the last line
+    wall_s: float = 0.0
     error: str | None = None
+
+    def overall_cpu(self) -> float | None:
+        return 100.0 * self.cpu_s / self.wall_s if self.wall_s > 0 else None
 
 
 def nettop_argv(src: Path | None) -> tuple[list[str], dict[str, str]]:
@@ -88,14 +102,23 @@ def watch(trace: Trace, argv: list[str], env_extra: dict[str, str], minutes: int
     try:
         time.sleep(warmup)
         t0 = time.monotonic()
+        cpu0 = cpu_prev = cpu_seconds(ps)  # start-up imports and the first frames are not counted
+        t_prev = t0
         for m in range(int(minutes * 60 / every) + 1):
             time.sleep(max(0.0, t0 + m * every - time.monotonic()))
             if proc.poll() is not None:
                 trace.error = f"exited with status {proc.returncode} at minute {m * every / 60:.1f}"
                 return
             trace.rss_mb.append(ps.memory_info().rss / 1e6)
+            now, cpu = time.monotonic(), cpu_seconds(ps)
+            line = f"{trace.label or trace.case:8} min {m * every / 60:5.1f}  RSS {trace.rss_mb[-1]:7.1f} MB"
+            if m:
+                trace.cpu_pct.append(100.0 * (cpu - cpu_prev) / (now - t_prev))
+                trace.cpu_s, trace.wall_s = cpu - cpu0, now - t0
+                line += f"  CPU {trace.cpu_pct[-1]:5.1f} %"
+            cpu_prev, t_prev = cpu, now
             with out:
-                print(f"{trace.case:8} min {m * every / 60:5.1f}  RSS {trace.rss_mb[-1]:7.1f} MB", flush=True)
+                print(line, flush=True)
     finally:
         try:
             os.write(master, b"q")
@@ -145,23 +168,23 @@ class BigTree:
 
 
 def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float, warmup: float,
-             out: threading.Lock, big: BigTree | None = None) -> Trace:
+             out: threading.Lock, big: BigTree | None = None, label: str = "") -> Trace:
     argv, env = nettop_argv(src)
     argv = [*argv, "-i", INTERVAL[case]]
-    trace = Trace(case)
+    trace = Trace(case, label or case)
     if case == "live":
         watch(trace, argv, env, minutes, every, warmup, out)
         return trace
     if case in BIG:
         assert big is not None
         if case == "record1024":
-            argv = [*argv, "--record", str(tmp / "rec1024.nettop")]
+            argv = [*argv, "--record", str(tmp / f"rec1024{len(label)}.nettop")]
         watch(trace, [*argv, "--root", str(big.dest)], env, minutes, every, warmup, out)
         return trace
     from treegen import generate_tree
 
     cpus, irqs, queues = TREES[case]
-    dest = tmp / case
+    dest = tmp / (label or case).replace(" ", "_")  # each run its own tree and generator
     generate_tree(dest, cpus=cpus, irqs=irqs, queues=queues)
     gen = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "treegen.py"), str(dest), "--cpus", str(cpus),
                             "--irqs", str(irqs), "--queues", str(queues), "--advance", "1"])
@@ -176,14 +199,19 @@ def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float,
 
 def report(t: Trace, every: float) -> str:
     if not t.rss_mb:
-        return f"{t.case:8} no figures ({t.error})"
+        return f"{t.label or t.case:8} no figures ({t.error})"
     peak = max(t.rss_mb)
     flat_from = min(len(t.rss_mb) - 1, int(FLAT_AFTER_MIN * 60 / every))
     growth = t.rss_mb[-1] - t.rss_mb[flat_from]
     span = (len(t.rss_mb) - 1 - flat_from) * every / 60
     verdict = "ok" if peak <= TARGET_MB[t.case] else "OVER"
-    line = (f"{t.case:8} start {t.rss_mb[0]:6.1f} MB  peak {peak:6.1f} MB  end {t.rss_mb[-1]:6.1f} MB  "
+    line = (f"{t.label or t.case:8} start {t.rss_mb[0]:6.1f} MB  peak {peak:6.1f} MB  end {t.rss_mb[-1]:6.1f} MB  "
             f"growth {growth:+5.1f} MB over the last {span:.0f} min  (target <= {TARGET_MB[t.case]:.0f} MB: {verdict})")
+    cpu = t.overall_cpu()
+    if cpu is not None:
+        target = CPU_TARGET.get(t.case)
+        line += f"\n{'':8} CPU {cpu:.2f} % of one CPU over {t.wall_s / 60:.1f} min" + (
+            f"  (target <= {target:g} %: {'ok' if cpu <= target else 'OVER'})" if target is not None else "")
     return line + (f"  [{t.error}]" if t.error else "")
 
 
@@ -213,15 +241,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", action="append", choices=CASES, help="run only these (default: all)")
     ap.add_argument("--src", type=Path, help="run the nettop package in this directory instead of this venv's")
     ap.add_argument("--parallel", action="store_true", help="run the cases at once")
+    ap.add_argument("--against", type=Path, help="also run each case from this checkout (e.g. the base commit's "
+                    "export), at the same time on the same tree, so both see the same machine load")
     args = ap.parse_args(argv)
     cases = args.case or CASES
     out = threading.Lock()
     traces: dict[str, Trace] = {}
+    sources: list[tuple[str, Path | None]] = [("", args.src)]
+    if args.against is not None:
+        sources.append((" against", args.against))
     with tempfile.TemporaryDirectory() as tmp:
         big = BigTree(Path(tmp)) if set(cases) & set(BIG) else None
 
         def one(case: str) -> None:
-            traces[case] = run_case(case, Path(tmp), args.src, args.minutes, args.every, args.warmup, out, big)
+            def each(suffix: str, src: Path | None) -> None:
+                trace = run_case(case, Path(tmp), src, args.minutes, args.every, args.warmup, out, big,
+                                 case + suffix)
+                traces[case + suffix] = trace
+            runs = [threading.Thread(target=each, args=s) for s in sources]
+            for th in runs:
+                th.start()
+            for th in runs:
+                th.join()
         if args.parallel:
             threads = [threading.Thread(target=one, args=(c,)) for c in cases]
             for th in threads:
@@ -233,11 +274,11 @@ def main(argv: list[str] | None = None) -> int:
                 one(c)
         if big is not None:
             big.close()
-    print(f"\nnettop from {args.src or 'this venv'}, {args.minutes} min, RSS every {args.every:g} s:")
-    for c in cases:
-        print(report(traces[c], args.every))
+    for suffix, src in sources:
+        print(f"\nnettop from {src or 'this venv'}, {args.minutes} min, RSS every {args.every:g} s:")
+        for c in cases:
+            print(report(traces[c + suffix], args.every))
     return 0 if all(t.rss_mb and max(t.rss_mb) <= TARGET_MB[t.case] for t in traces.values()) else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
