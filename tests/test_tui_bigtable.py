@@ -46,3 +46,41 @@ async def test_rows_off_screen_are_formatted_only_when_scrolled_into_view():
         assert "r511" in made and len(made) <= 24
         assert table.cell("r511", "v") == ("1022", "")
         assert "1022" in "".join(s.text for s in (table.render_line(y) for y in range(12)))
+
+
+async def test_a_tick_joins_only_the_queue_rows_on_screen(monkeypatch):
+    """GIVEN 2 x 128 queues on eth0 and veth0 (512 rows) WHEN a tick after the first is drawn
+    THEN only the rows on screen are joined, and they read as the full join's rows."""
+    from nettop.output.device_doc import QueueJoiner
+    from nettop.tui import model
+    from nettop.tui.app import NettopApp
+    from nettop.tui.drawing import TREND_WIDTH
+    from nettop.tui.scripted import ScriptedSource, synthetic
+    from nettop.tui import format as fmt
+    from nettop.tui.tables import QueueTable
+
+    joined: list[object] = []
+    join = QueueJoiner.join
+
+    def counted(self, q):
+        joined.append(q)
+        return join(self, q)
+
+    monkeypatch.setattr(QueueJoiner, "join", counted)
+    src = ScriptedSource()
+    app = NettopApp(src)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for i in range(3):
+            src.push(synthetic(i, queues=128))
+            await pilot.pause()
+        table = app.query_one(QueueTable)
+        assert len(table.row_keys()) == 512
+        joined.clear()
+        point = src.push(synthetic(3, queues=128))
+        await pilot.pause()
+        assert 0 < len(joined) <= table.size.height + 1, len(joined)
+        rows = {r.key: r for r in model.queue_rows(point, ["eth0", "veth0"])}
+        hist = model.queue_activity_history(src.timeline.points()[-TREND_WIDTH:], list(rows.values()), TREND_WIDTH)
+        for key in table.row_keys()[:table.size.height - 1]:
+            want = QueueTable.cells(rows[key], fmt.sparkline(hist[key], TREND_WIDTH))
+            assert tuple(table.cell(key, c) for c, _, _ in QueueTable.COLUMNS) == want

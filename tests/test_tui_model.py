@@ -254,3 +254,41 @@ def test_settings_not_from_this_sample_say_how_old_they_are_on_screen_and_in_jso
     bql = model.bql_rows(b, ["eth0"])
     assert bql and all(BqlTable.cells(r)[0][0].endswith(" ~7s") for r in bql)
     assert model.stale_mark(0.0) == "" and model.stale_mark(0.25) == " ~0.2s"
+
+
+def test_queue_refs_sort_and_label_as_the_rows_they_stand_for():
+    """The table sorts and sizes its queue column from unjoined refs: each mode's order,
+    and each label with its settings' age, are the full rows' own."""
+    import dataclasses
+
+    from nettop.tui.tables import QueueTable
+
+    a, b = synthetic(3, queues=8), synthetic(4, queues=8)
+    dev = b.devices["eth0"]
+    old = b.t_mono - 12.0
+    b = dataclasses.replace(b, devices={**b.devices, "eth0": dataclasses.replace(
+        dev, queues=tuple(dataclasses.replace(q, read_at=old) if q.index % 3 == 0 else q for q in dev.queues))})
+    t = Timeline()
+    t.append(a)
+    point = t.append(b)
+    rows = model.queue_rows(point, ["eth0", "veth0"])
+    assert any(r.settings_age for r in rows) and not all(r.settings_age for r in rows)
+    for mode in QueueTable.SORTS:
+        for reverse in (False, True):
+            refs = model.queue_refs(point, ["eth0", "veth0"])
+            refs.sort(key=lambda r: QueueTable.sort_key(mode, r), reverse=reverse)
+            want = sorted(rows, key=lambda r: QueueTable.sort_key(mode, r), reverse=reverse)
+            assert [r.key for r in refs] == [r.key for r in want], mode
+            assert [r.shown_label for r in refs] == [r.shown_label for r in want]
+    refs = model.queue_refs(point, ["eth0", "veth0"])
+    figures = [(r.irq_per_s, r.rx_pps, r.tx_pps) for r in refs]  # before any is joined
+    assert figures == [(r.irq_per_s, r.rx_pps, r.tx_pps) for r in rows]
+    assert [r.row() for r in refs] == rows
+    trends = model.QueueTrends(t.points(), 6)
+    for r in rows:
+        if r.irqs:
+            want_t = [sum(p.rates.irqs[i].per_s for i in r.irqs) for p in t.points() if p.rates is not None]
+        else:
+            want_t = [sum(q.packets_per_s for q in p.rates.links[r.ifname].queues if q.index == r.index
+                          and (q.kind == r.kind or r.kind == "combined")) for p in t.points() if p.rates is not None]
+        assert trends.of(r) == want_t, r.key

@@ -79,36 +79,63 @@ class QueueJoin:
         return None
 
 
+class QueueJoiner:
+    """One interface's lookups (queue config, BQL and per-queue rates by (kind, index)),
+    made once so each queue can be joined on its own: the TUI's queue table sorts all of
+    an interface's queues (4 x 128 on a big host) but joins only the rows it draws."""
+
+    __slots__ = ("cfg", "bql", "qrates", "now", "aff_of", "irq_rates")
+
+    def __init__(self, name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None) -> None:
+        self.cfg: dict[tuple[str, int], QueueConfig] = {(q.kind, q.index): q for q in (dev.queues if dev else ())}
+        self.bql = {b.queue: b for b in (dev.bql if dev else ())}
+        lr = rates.links.get(name)
+        self.qrates = {(q.kind, q.index): q for q in (lr.queues if lr else ())}
+        self.now = cur.t_mono
+        self.aff_of, self.irq_rates = cur.irq_affinity, rates.irqs
+
+    def queues(self, mapped: tuple[QueueIrqs, ...]) -> list[QueueIrqs]:
+        """The mapped queues; the queues sysfs knows when no map does."""
+        return list(mapped) or [QueueIrqs(k, i) for (k, i) in sorted(self.cfg)]
+
+    def irq_per_s(self, q: QueueIrqs) -> float | None:
+        """The queue's IRQs/s together, rounded; 0.0 without IRQs, None when none has a rate."""
+        irq_rates = self.irq_rates
+        per_s = [r.per_s for i in q.irqs if (r := irq_rates.get(i)) is not None and r.per_s is not None]
+        return rounded(sum(per_s)) if per_s else (0.0 if not q.irqs else None)
+
+    def settings_age(self, q: QueueIrqs, aff: tuple[Any, ...] | None = None) -> float:
+        """The oldest of the queue's settings (IRQ affinity, RPS/XPS, BQL), rounded: 0 when
+        all were read this tick (settings off screen are read in rotation,
+        nettop/collectors/settings_rotation.py)."""
+        if aff is None:
+            aff = tuple(self.aff_of.get(i) for i in q.irqs)
+        read_at: list[float | None] = [a.read_at for a in aff if a]
+        kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
+        cfg = self.cfg
+        for k in kinds:
+            c = cfg.get((k, q.index))
+            read_at.append(c.read_at if c else None)
+        if "tx" in kinds:
+            b = self.bql.get(q.index)
+            read_at.append(b.read_at if b else None)
+        now = self.now
+        return rounded(max((setting_age(now, t) for t in read_at), default=0.0))  # type: ignore[return-value]
+
+    def join(self, q: QueueIrqs) -> QueueJoin:
+        kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
+        aff = tuple(self.aff_of.get(i) for i in q.irqs)
+        cs = tuple(self.cfg.get((k, q.index)) for k in kinds)
+        b = self.bql.get(q.index) if "tx" in kinds else None
+        return QueueJoin(q, aff, self.irq_per_s(q), kinds, tuple(self.qrates.get((k, q.index)) for k in kinds),
+                         cs, b, self.settings_age(q, aff))
+
+
 def queue_joins(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,
                 mapped: tuple[QueueIrqs, ...]) -> list[QueueJoin]:
     """The parts of each queue of `name`; the queues sysfs knows when no map does."""
-    cfg: dict[tuple[str, int], QueueConfig] = {(q.kind, q.index): q for q in (dev.queues if dev else ())}
-    bql = {b.queue: b for b in (dev.bql if dev else ())}
-    lr = rates.links.get(name)
-    qrates = {(q.kind, q.index): q for q in (lr.queues if lr else ())}
-    rows = list(mapped)
-    if not rows:  # no map: still show the queues sysfs knows
-        rows = [QueueIrqs(k, i) for (k, i) in sorted(cfg)]
-    out = []
-    now = cur.t_mono
-    aff_of, irq_rates = cur.irq_affinity, rates.irqs
-    for q in rows:
-        kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
-        aff = tuple(aff_of.get(i) for i in q.irqs)
-        read_at: list[float | None] = [a.read_at for a in aff if a]
-        per_s = [r.per_s for i in q.irqs if (r := irq_rates.get(i)) is not None and r.per_s is not None]
-        cs = tuple(cfg.get((k, q.index)) for k in kinds)
-        read_at.extend(c.read_at if c else None for c in cs)
-        b = bql.get(q.index) if "tx" in kinds else None
-        if "tx" in kinds:
-            read_at.append(b.read_at if b else None)
-        out.append(QueueJoin(
-            q, aff, rounded(sum(per_s)) if per_s else (0.0 if not q.irqs else None), kinds,
-            tuple(qrates.get((k, q.index)) for k in kinds), cs, b,
-            # the oldest of the row's settings: 0 when all were read this tick (settings off
-            # screen are read in rotation, nettop/collectors/settings_rotation.py)
-            rounded(max((setting_age(now, t) for t in read_at), default=0.0))))
-    return out
+    joiner = QueueJoiner(name, cur, rates, dev)
+    return [joiner.join(q) for q in joiner.queues(mapped)]
 
 
 def queue_docs(name: str, cur: Snapshot, rates: Rates, dev: DeviceConfig | None,

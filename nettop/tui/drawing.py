@@ -42,8 +42,8 @@ NO_LATENCY = "no latency probe: run with --ping HOST"
 NO_EBPF = "eBPF probes are off: press e to turn them on (root and bcc)"
 
 
-def _queue_cells(row: model.QueueRow, hist: list[float | None]) -> tuple[tuple[str, str], ...]:
-    return QueueTable.cells(row, fmt.sparkline(hist, TREND_WIDTH))
+def _queue_cells(ref: model.QueueRef, trends: model.QueueTrends) -> tuple[tuple[str, str], ...]:
+    return QueueTable.cells(ref.row(), fmt.sparkline(trends.of(ref), TREND_WIDTH))
 
 
 class DrawingMixin(_AppBase):
@@ -249,12 +249,13 @@ class DrawingMixin(_AppBase):
                            model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
 
     def _draw_queues(self, point: Point, names: list[str]) -> None:
+        # every queue is sorted, but only the rows drawn are joined and get a trend
         table = self.query_one(QueueTable)
-        rows = model.queue_rows(point, names)
-        rows.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
-        table.widen("queue", label_width((r.shown_label for r in rows), 10))
-        hist = model.queue_activity_history(self.source.timeline.points()[-TREND_WIDTH:], rows, TREND_WIDTH)
-        table.sync_visible([(r.key, partial(_queue_cells, r, hist.get(r.key, []))) for r in rows])
+        refs = model.queue_refs(point, names)
+        refs.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
+        table.widen("queue", label_width((r.shown_label for r in refs), 10))
+        trends = model.QueueTrends(self.source.timeline.points()[-TREND_WIDTH:], TREND_WIDTH)
+        table.sync_visible([(r.key, partial(_queue_cells, r, trends)) for r in refs])
 
     def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
         nodes = {d.numa_node for n in names if (d := point.snapshot.devices.get(n)) and d.numa_node is not None}

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Sequence
 
 from nettop.model.rates import Rates
-from nettop.model.snapshot import Snapshot, setting_age
-from nettop.output.device_doc import qdisc_doc, queue_joins, rounded
+from nettop.model.snapshot import QueueIrqs, Snapshot, setting_age
+from nettop.output.device_doc import QueueJoin, QueueJoiner, qdisc_doc, rounded
 from nettop.model.history import ChartHistory
 from nettop.model.timeline import Event, Point, Timeline
 
@@ -115,35 +115,93 @@ def _is_managed(aff: Any) -> bool:
 
 
 def queue_rows(point: Point, ifnames: Sequence[str]) -> list[QueueRow]:
+    return [ref.row() for ref in queue_refs(point, ifnames)]
+
+
+def _queue_row(name: str, j: QueueJoin) -> QueueRow:
+    q = j.q
+    aff, eff = j.union("affinity"), j.union("effective")
+    rx, tx = j.side("rx"), j.side("tx")
+    return QueueRow(
+        key=f"{name}/{q.kind}/{q.index}",
+        ifname=name,
+        kind=q.kind,
+        index=q.index,
+        irqs=q.irqs,
+        affinity=tuple(aff) if aff is not None else None,
+        effective=tuple(eff) if eff is not None else None,
+        irq_per_s=j.irq_per_s,
+        rx_pps=rounded(rx[0].packets_per_s) if rx and rx[0] else None,
+        tx_pps=rounded(tx[0].packets_per_s) if tx and tx[0] else None,
+        rps=rx[1].rps_cpus if rx and rx[1] else None,
+        xps=tx[1].xps_cpus if tx and tx[1] else None,
+        managed=any(_is_managed(a) for a in j.aff),
+        settings_age=j.settings_age_s or 0.0,
+    )
+
+
+class QueueRef:
+    """One queue of the table before it is joined: what the sort and the column width
+    need, each figure computed only when asked, and the whole `QueueRow` (`row()`) only
+    for a row that is drawn. A 4 x 128-queue host sorts 512 of these a tick and joins
+    the twenty on screen."""
+
+    __slots__ = ("key", "ifname", "kind", "index", "irqs", "_q", "_joiner", "_row")
+
+    def __init__(self, name: str, q: QueueIrqs, joiner: QueueJoiner) -> None:
+        self.key = f"{name}/{q.kind}/{q.index}"
+        self.ifname, self.kind, self.index, self.irqs = name, q.kind, q.index, q.irqs
+        self._q, self._joiner = q, joiner
+        self._row: QueueRow | None = None
+
+    def row(self) -> QueueRow:
+        if self._row is None:
+            self._row = _queue_row(self.ifname, self._joiner.join(self._q))
+        return self._row
+
+    @property
+    def shown_label(self) -> str:
+        """`QueueRow.shown_label`, from the settings' age alone."""
+        if self._row is not None:
+            return self._row.shown_label
+        return f"{self.ifname} {self.kind}-{self.index}" + stale_mark(self._joiner.settings_age(self._q) or 0.0)
+
+    @property
+    def irq_per_s(self) -> float | None:
+        return self._row.irq_per_s if self._row is not None else self._joiner.irq_per_s(self._q)
+
+    def _pps(self, kind: str) -> float | None:
+        if self.kind != kind and self.kind != "combined":
+            return None
+        r = self._joiner.qrates.get((kind, self.index))
+        return rounded(r.packets_per_s) if r else None
+
+    @property
+    def rx_pps(self) -> float | None:
+        return self._pps("rx")
+
+    @property
+    def tx_pps(self) -> float | None:
+        return self._pps("tx")
+
+    @property
+    def effective(self) -> tuple[int, ...] | None:
+        return self.row().effective
+
+
+def queue_refs(point: Point, ifnames: Sequence[str]) -> list[QueueRef]:
+    """The queues of `ifnames` in the table's natural order, not yet joined (`QueueRef`)."""
     snap, rates = point.snapshot, point.rates
     if rates is None:
         return []
-    rows: list[QueueRow] = []
+    refs: list[QueueRef] = []
     for name in ifnames:
         if name not in snap.links:
             continue
         qmap = snap.queue_maps.get(name)
-        for j in queue_joins(name, snap, rates, snap.devices.get(name), qmap.queues if qmap else ()):
-            q = j.q
-            aff, eff = j.union("affinity"), j.union("effective")
-            rx, tx = j.side("rx"), j.side("tx")
-            rows.append(QueueRow(
-                key=f"{name}/{q.kind}/{q.index}",
-                ifname=name,
-                kind=q.kind,
-                index=q.index,
-                irqs=q.irqs,
-                affinity=tuple(aff) if aff is not None else None,
-                effective=tuple(eff) if eff is not None else None,
-                irq_per_s=j.irq_per_s,
-                rx_pps=rounded(rx[0].packets_per_s) if rx and rx[0] else None,
-                tx_pps=rounded(tx[0].packets_per_s) if tx and tx[0] else None,
-                rps=rx[1].rps_cpus if rx and rx[1] else None,
-                xps=tx[1].xps_cpus if tx and tx[1] else None,
-                managed=any(_is_managed(a) for a in j.aff),
-                settings_age=j.settings_age_s or 0.0,
-            ))
-    return rows
+        joiner = QueueJoiner(name, snap, rates, snap.devices.get(name))
+        refs.extend(QueueRef(name, q, joiner) for q in joiner.queues(qmap.queues if qmap else ()))
+    return refs
 
 
 def cpu_rows(point: Point) -> list[CpuRow]:
@@ -333,30 +391,47 @@ def root_notice(snap: Snapshot, is_root: bool) -> str | None:
             "some driver counters need root")
 
 
-def queue_activity_history(points: Sequence[Point], rows: Sequence[QueueRow],
+class QueueTrends:
+    """The activity of any queue over the last points (what its sparkline draws), looked
+    up on demand: each interface's per-queue rates are indexed once, for the first row
+    that asks, so a tick computes the trends of the rows drawn and not of every queue."""
+
+    def __init__(self, points: Sequence[Point], width: int) -> None:
+        self._recent = [p.rates for p in points[-width:] if p.rates is not None]
+        self._by_if: dict[str, list[dict[tuple[str, int], Any]]] = {}
+
+    def _queues(self, name: str) -> list[dict[tuple[str, int], Any]]:
+        out = self._by_if.get(name)
+        if out is None:
+            out = self._by_if[name] = []
+            for rates in self._recent:
+                lr = rates.links.get(name)
+                out.append({(q.kind, q.index): q for q in (lr.queues if lr else ())})
+        return out
+
+    def of(self, row: QueueRow | QueueRef) -> list[float | None]:
+        """The row's activity, oldest first: IRQs/s where it has IRQs, else packets/s."""
+        out: list[float | None] = []
+        if row.irqs:
+            for rates in self._recent:
+                irqs = rates.irqs
+                vals = [irqs[i].per_s for i in row.irqs if i in irqs]
+                known = [v for v in vals if v is not None]
+                out.append(sum(known) if known else None)
+            return out
+        kinds = ("rx", "tx") if row.kind == "combined" else (row.kind,)
+        for qr in self._queues(row.ifname):
+            pk = [qr[(k, row.index)].packets_per_s for k in kinds if (k, row.index) in qr]
+            known = [v for v in pk if v is not None]
+            out.append(sum(known) if known else None)
+        return out
+
+
+def queue_activity_history(points: Sequence[Point], rows: Sequence[QueueRow | QueueRef],
                            width: int) -> dict[str, list[float | None]]:
     """The last `width` activity values of each queue row, oldest first, for sparklines."""
-    recent = [p for p in points[-width:] if p.rates is not None]
-    out: dict[str, list[float | None]] = {r.key: [] for r in rows}
-    by_if: dict[str, list[QueueRow]] = {}
-    for r in rows:
-        by_if.setdefault(r.ifname, []).append(r)
-    for p in recent:
-        assert p.rates is not None
-        for name, rs in by_if.items():
-            lr = p.rates.links.get(name)
-            qr = {(q.kind, q.index): q for q in (lr.queues if lr else ())}
-            for r in rs:
-                if r.irqs:
-                    vals = [p.rates.irqs[i].per_s for i in r.irqs if i in p.rates.irqs]
-                    known = [v for v in vals if v is not None]
-                    out[r.key].append(sum(known) if known else None)
-                    continue
-                kinds = ("rx", "tx") if r.kind == "combined" else (r.kind,)
-                pk = [qr[(k, r.index)].packets_per_s for k in kinds if (k, r.index) in qr]
-                known = [v for v in pk if v is not None]
-                out[r.key].append(sum(known) if known else None)
-    return out
+    trends = QueueTrends(points, width)
+    return {r.key: trends.of(r) for r in rows}
 
 
 # --- the summary: every figure group on one small screen ---------------------------------

@@ -18,7 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from nettop.tui import format as fmt
-from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRow, stale_mark
+from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow, stale_mark
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
 LEVELS = ("warm", "hot", "muted")
@@ -324,7 +324,8 @@ class QueueTable(LiveTable):
         )
 
     @staticmethod
-    def sort_key(mode: str, row: QueueRow) -> tuple:
+    def sort_key(mode: str, row: QueueRow | QueueRef) -> tuple:
+        """The row's place in `mode`'s order; a `QueueRef` computes only the figure sorted by."""
         natural = (row.ifname, row.index, row.kind)
         if mode == "irq/s":
             return (-(row.irq_per_s or 0.0), natural)
