@@ -292,3 +292,25 @@ def test_queue_refs_sort_and_label_as_the_rows_they_stand_for():
             want_t = [sum(q.packets_per_s for q in p.rates.links[r.ifname].queues if q.index == r.index
                           and (q.kind == r.kind or r.kind == "combined")) for p in t.points() if p.rates is not None]
         assert trends.of(r) == want_t, r.key
+
+
+def test_a_queues_settings_age_is_its_oldest_settings():
+    """rx-1: IRQ 41's affinity read 7 s ago, its RPS 3 s ago -> 7; tx-0: XPS read 2 s ago,
+    BQL 5 s ago -> 5; the rest this tick -> 0 (no mark)."""
+    import dataclasses
+
+    b = synthetic(4)
+    dev = b.devices["eth0"]
+    ago = {("rx", 1): 3.0, ("tx", 0): 2.0}
+    queues = tuple(dataclasses.replace(q, read_at=b.t_mono - ago[(q.kind, q.index)]) if (q.kind, q.index) in ago
+                   else q for q in dev.queues)
+    bql = tuple(dataclasses.replace(x, read_at=b.t_mono - 5.0) if x.queue == 0 else x for x in dev.bql)
+    aff = dict(b.irq_affinity)
+    aff[41] = dataclasses.replace(aff[41], read_at=b.t_mono - 7.0)
+    b = dataclasses.replace(b, devices={**b.devices, "eth0": dataclasses.replace(dev, queues=queues, bql=bql)},
+                            irq_affinity=aff)
+    t = Timeline()
+    t.append(synthetic(3))
+    ages = {r.key: r.settings_age for r in model.queue_rows(t.append(b), ["eth0"])}
+    assert ages.pop("eth0/rx/1") == 7.0 and ages.pop("eth0/tx/0") == 5.0
+    assert set(ages.values()) == {0.0}

@@ -108,19 +108,21 @@ class QueueJoiner:
         """The oldest of the queue's settings (IRQ affinity, RPS/XPS, BQL), rounded: 0 when
         all were read this tick (settings off screen are read in rotation,
         nettop/collectors/settings_rotation.py)."""
-        if aff is None:
-            aff = tuple(self.aff_of.get(i) for i in q.irqs)
-        read_at: list[float | None] = [a.read_at for a in aff if a]
-        kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
-        cfg = self.cfg
-        for k in kinds:
-            c = cfg.get((k, q.index))
-            read_at.append(c.read_at if c else None)
-        if "tx" in kinds:
-            b = self.bql.get(q.index)
-            read_at.append(b.read_at if b else None)
-        now = self.now
-        return rounded(max((setting_age(now, t) for t in read_at), default=0.0))  # type: ignore[return-value]
+        aff_of, cfg, index = self.aff_of, self.cfg, q.index
+        oldest: float | None = None  # the earliest read_at: its age is the largest
+        for a in (aff if aff is not None else (aff_of.get(i) for i in q.irqs)):
+            if a and a.read_at is not None and (oldest is None or a.read_at < oldest):
+                oldest = a.read_at
+        kind = q.kind
+        for k in (("rx", "tx") if kind == "combined" else (kind,)):
+            c = cfg.get((k, index))
+            if c is not None and c.read_at is not None and (oldest is None or c.read_at < oldest):
+                oldest = c.read_at
+        if kind == "tx" or kind == "combined":
+            b = self.bql.get(index)
+            if b is not None and b.read_at is not None and (oldest is None or b.read_at < oldest):
+                oldest = b.read_at
+        return rounded(setting_age(self.now, oldest))  # type: ignore[return-value]
 
     def join(self, q: QueueIrqs) -> QueueJoin:
         kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Sequence
 
-from nettop.model.rates import Rates
+from nettop.model.rates import Presence, Rates
 from nettop.model.snapshot import QueueIrqs, Snapshot, setting_age
 from nettop.output.device_doc import QueueJoin, QueueJoiner, qdisc_doc, rounded
 from nettop.model.history import ChartHistory
@@ -207,11 +207,13 @@ def queue_refs(point: Point, ifnames: Sequence[str]) -> list[QueueRef]:
 def cpu_rows(point: Point) -> list[CpuRow]:
     if point.rates is None:
         return [CpuRow(c, None, None, None, None, None, None, None) for c in point.snapshot.online_cpus]
+    cpus = point.rates.cpus
+    gone, offline = Presence.GONE, Presence.OFFLINE  # members compared, not their values: 1,024 rows a tick
     return [
         CpuRow(c.cpu, c.softirq_pct, c.irq_pct, c.net_rx_per_s, c.net_tx_per_s,
                c.softnet_dropped_per_s, c.time_squeeze_per_s, c.received_rps_per_s,
-               offline=c.presence.value == "offline")
-        for _, c in sorted(point.rates.cpus.items()) if c.presence.value != "gone"
+               c.presence is offline)
+        for c in (cpus[k] for k in sorted(cpus)) if c.presence is not gone
     ]
 
 
