@@ -266,8 +266,11 @@ def test_queue_refs_sort_and_label_as_the_rows_they_stand_for():
     a, b = synthetic(3, queues=8), synthetic(4, queues=8)
     dev = b.devices["eth0"]
     old = b.t_mono - 12.0
+    aff = dict(b.irq_affinity)
+    aff[41] = dataclasses.replace(aff[41], effective=(3,))  # asked for one CPU, served on another
     b = dataclasses.replace(b, devices={**b.devices, "eth0": dataclasses.replace(
-        dev, queues=tuple(dataclasses.replace(q, read_at=old) if q.index % 3 == 0 else q for q in dev.queues))})
+        dev, queues=tuple(dataclasses.replace(q, read_at=old) if q.index % 3 == 0 else q for q in dev.queues))},
+        irq_affinity=aff)
     t = Timeline()
     t.append(a)
     point = t.append(b)
@@ -281,8 +284,9 @@ def test_queue_refs_sort_and_label_as_the_rows_they_stand_for():
             assert [r.key for r in refs] == [r.key for r in want], mode
             assert [r.shown_label for r in refs] == [r.shown_label for r in want]
     refs = model.queue_refs(point, ["eth0", "veth0"])
-    figures = [(r.irq_per_s, r.rx_pps, r.tx_pps) for r in refs]  # before any is joined
-    assert figures == [(r.irq_per_s, r.rx_pps, r.tx_pps) for r in rows]
+    figures = [(r.irq_per_s, r.rx_pps, r.tx_pps, r.effective) for r in refs]  # before any is joined
+    assert figures == [(r.irq_per_s, r.rx_pps, r.tx_pps, r.effective) for r in rows]
+    assert any(r.effective for r in rows)
     assert [r.row() for r in refs] == rows
     trends = model.QueueTrends(t.points(), 6)
     for r in rows:

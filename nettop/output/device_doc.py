@@ -124,6 +124,11 @@ class QueueJoiner:
                 oldest = b.read_at
         return rounded(setting_age(self.now, oldest))  # type: ignore[return-value]
 
+    def effective(self, q: QueueIrqs) -> list[int] | None:
+        """The CPUs the queue's IRQs are served on (`QueueJoin.union("effective")`)."""
+        aff_of = self.aff_of
+        return _cpu_union(a.effective for i in q.irqs if (a := aff_of.get(i)))
+
     def join(self, q: QueueIrqs) -> QueueJoin:
         kinds = ("rx", "tx") if q.kind == "combined" else (q.kind,)
         aff = tuple(self.aff_of.get(i) for i in q.irqs)

@@ -186,7 +186,10 @@ class QueueRef:
 
     @property
     def effective(self) -> tuple[int, ...] | None:
-        return self.row().effective
+        if self._row is not None:
+            return self._row.effective
+        eff = self._joiner.effective(self._q)
+        return tuple(eff) if eff is not None else None
 
 
 def queue_refs(point: Point, ifnames: Sequence[str]) -> list[QueueRef]:
