@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nettop.collectors import cpus, interrupts
+from nettop.collectors import cpus, interrupts, irq_sysfs
 from nettop.collectors.host import HostReader
 from nettop.collectors.irq_sysfs import SOURCE, SysfsIrqReader
 from nettop.kernel.sysroot import LIVE, SysRoot
@@ -326,3 +326,40 @@ def test_a_captured_tree_is_never_read_through_held_descriptors(tmp_path):
     generate_tree(tree, cpus=8, irqs=40, queues=4, step=1)
     b = reader.read(root, online, lambda i, n: "mlx5" in n)
     assert b is not None and any(b.irqs[i].total != a.irqs[i].total for i in b.irqs if b.irqs[i].counts)
+
+
+def test_vectors_renamed_on_the_same_numbers_show_within_recheck_every_ticks_a_share_a_tick(
+        tmp_path, monkeypatch):
+    """GIVEN a driver that renames its queue vectors without freeing them (no IRQ directory
+    comes or goes, so no link count changes) WHEN the reader goes on ticking THEN each
+    renamed IRQ shows its new name within `recheck_every` ticks, and no tick reads more
+    than its share of the followed IRQs' names again (all of them on one tick was a
+    spike of 2,064 opens at 1,024 CPUs)."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=60, queues=16)
+    root = SysRoot(str(tree))
+    online, _ = cpus.read_online_cpus(root)
+    reader = SysfsIrqReader(recheck_every=4)
+    want = lambda i, n: "mlx5" in n or "renamed" in n  # noqa: E731
+    first = reader.read(root, online, want)
+    assert first is not None
+    followed = sorted(reader._paths)
+    assert len(followed) >= 16
+    for irq in followed:
+        (tree / f"sys/kernel/irq/{irq}/actions").write_text(f"renamed{irq}\n")
+    metas: list[int] = []
+    real_meta = irq_sysfs._meta
+    monkeypatch.setattr(irq_sysfs, "_meta", lambda base, irq: metas.append(irq) or real_meta(base, irq))
+    shown: dict[int, int] = {}
+    per_tick = []
+    for tick in range(1, 5):
+        before = len(metas)
+        table = reader.read(root, online, want)
+        assert table is not None
+        per_tick.append(len(metas) - before)
+        for irq in followed:
+            if table.irqs[irq].name == f"renamed{irq}":
+                shown.setdefault(irq, tick)
+                assert table.irqs[irq].counts is not None  # still followed under its new name
+    assert sorted(shown) == followed  # every one within recheck_every ticks
+    assert max(per_tick) <= -(-len(followed) // 4) + 1, per_tick  # a quarter a tick, not all at once
+    assert sum(per_tick) == len(followed)  # each once in the period
