@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import decimal, is_decimal
+from nettop.collectors.rows import build
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import CpuTimes
 from nettop.kernel.sysroot import SysRoot
@@ -104,11 +105,11 @@ def _plainly_valid(head: str) -> dict[int, CpuTimes] | None:
     if len(ids) != lines - 1 or not "".join(ids).isdigit() or max(map(len, ids)) > 5 \
             or max(map(len, tokens)) > _SAFE_DIGITS:
         return None
-    cols = [tokens[width + k::width] for k in range(1, width)]
     cpus = list(map(int, ids))
     if len(set(cpus)) != len(cpus) or max(cpus) >= MAX_CPUS:
         return None
-    return {c: CpuTimes(c, *v) for c, v in zip(cpus, zip(*(map(int, col) for col in cols)))}
+    cols = [list(map(int, tokens[width + k::width])) for k in range(1, width)]
+    return dict(zip(cpus, build(CpuTimes, cpus, *cols)))  # CpuTimes(c, *row) for each line
 
 
 def read_stat(root: SysRoot) -> tuple[dict[int, CpuTimes], list[Problem]]:

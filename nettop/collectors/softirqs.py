@@ -16,6 +16,7 @@ import functools
 
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import is_decimal
+from nettop.collectors.rows import build
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import SoftirqCounts
 from nettop.kernel.sysroot import SysRoot
@@ -80,7 +81,7 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
                                           "network softirqs per CPU are not shown"))
         return {}, problems
     rx, tx = rows["NET_RX"], rows["NET_TX"]
-    out = dict(zip(cpus, map(SoftirqCounts, cpus, rx, tx)))
+    out = dict(zip(cpus, build(SoftirqCounts, cpus, rx, tx)))
     return out, problems
 
 

@@ -29,6 +29,7 @@ from typing import Sequence
 
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import hexadecimal
+from nettop.collectors.rows import build
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import SoftnetRow
 from nettop.kernel.sysroot import SysRoot
@@ -58,10 +59,9 @@ def parse_softnet(
     if fast is not None and len(fast) > _CPU:
         ids = fast[_CPU]
         if len(set(ids)) == len(ids) and max(ids) < MAX_CPUS:  # else _by_column says what is wrong
-            # what _by_column and _row make of these lines, one call per CPU with the
-            # columns as arguments
-            return dict(zip(ids, map(SoftnetRow, ids, fast[0], fast[1], fast[2], fast[_RPS], fast[_FLOW_LIMIT],
-                                      fast[_BACKLOG], itertools.repeat(True)))), problems
+            # what _by_column and _row make of these lines, made column by column
+            return dict(zip(ids, build(SoftnetRow, ids, fast[0], fast[1], fast[2], fast[_RPS], fast[_FLOW_LIMIT],
+                                       fast[_BACKLOG], [True] * len(ids)))), problems
     for line in text.splitlines() if fast is None else ():
         parts = line.split()
         if not parts:
