@@ -35,10 +35,12 @@ exist only there: a table from sysfs has none.
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any, Callable, Sequence
 
 from nettop.collectors.cpus import parse_cpu_list
+from nettop.collectors.rows import build
 from nettop.model.counts import DTYPE, CountMatrix, CountRow, numpy
 from nettop.model.snapshot import InterruptTable, Irq
 from nettop.kernel.sysroot import SysRoot
@@ -303,11 +305,12 @@ class SysfsIrqReader:
             # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
             matrix = CountMatrix(rows, m.copy() if cols is None else m[:, cols])
             totals = matrix.values.sum(axis=1, dtype=np.uint64).tolist()
-            counted: dict[int, Irq] = {}
-            bare = self._bare
-            for i, irq in enumerate(rows):
-                info = bare[irq]
-                counted[irq] = Irq(irq, info.chip, info.hwirq, info.name, CountRow(matrix, i), totals[i])
+            infos = list(map(self._bare.__getitem__, rows))
+            # Irq(irq, chip, hwirq, name, CountRow(matrix, i), totals[i]) for each row
+            counted = dict(zip(rows, build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos],
+                                           [x.name for x in infos],
+                                           list(map(CountRow, itertools.repeat(matrix), range(len(rows)))),
+                                           totals)))
             self._cols, self._counted_bare = cols, self._bare
         else:  # no count moved: the last tick's matrix and Irqs, as a quiet host has
             counted = self.counted
