@@ -209,3 +209,21 @@ def test_eth0_per_queue_counters_come_from_netdev_qstats_and_add_up():
     assert q.source == "netdev-qstats" and not problems
     rx = sum(c.packets or 0 for c in q.queues if c.kind == "rx")
     assert before <= rx <= after
+
+
+def test_a_captured_link_counts_its_rx_and_tx_queues_apart(tmp_path):
+    """GIVEN a NIC with 4 rx and 2 tx queues (tx channels set lower), then 3 and 3 THEN each
+    tick's link shows that tick's counts (counted once per listing, not per tick)."""
+    d = tmp_path / "sys/class/net/eth0"
+    for q in ("rx-0", "rx-1", "rx-2", "rx-3", "tx-0", "tx-1"):
+        (d / "queues" / q).mkdir(parents=True)
+    (d / "ifindex").write_text("2\n")
+    (d / "statistics").mkdir()
+    for f in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"):
+        (d / "statistics" / f).write_text("1\n")
+    links, _ = read_sysfs_links(SysRoot(str(tmp_path)))
+    assert (links["eth0"].num_rx_queues, links["eth0"].num_tx_queues) == (4, 2)
+    (d / "queues/rx-3").rmdir()
+    (d / "queues/tx-2").mkdir()
+    links, _ = read_sysfs_links(SysRoot(str(tmp_path)))
+    assert (links["eth0"].num_rx_queues, links["eth0"].num_tx_queues) == (3, 3)

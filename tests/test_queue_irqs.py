@@ -353,3 +353,20 @@ def test_netlink_without_any_irq_leaves_it_to_naming_and_a_queue_without_irq_kee
         **{("tx", i): ((71 + i,), None) for i in range(4)},
     }
     assert m.other_irqs == (66,)
+
+
+def test_a_vector_renamed_on_the_same_number_changes_the_remembered_map(tmp_path):
+    """GIVEN a map worked out once (and remembered, keyed by its inputs) WHEN the driver
+    renames two of its vectors on the same IRQ numbers (the same msi_irqs) THEN the next
+    map follows the new names, not the remembered one."""
+    text = (DATA / "mlx5.Q6700.txt").read_text()
+    root = make_host(tmp_path, text, [
+        {"ifname": "ens1f0", "bdf": "0000:01:00.0", "queues": 4, "msi": list(range(27, 34))},
+    ])
+    assert rows(qmap(root, "ens1f0")) == {("combined", i): (30 + i,) for i in range(4)}
+    swapped = text.replace("mlx5_comp0@pci:0000:01:00.0", "mlx5_compX").replace(
+        "mlx5_comp1@pci:0000:01:00.0", "mlx5_comp0@pci:0000:01:00.0").replace(
+        "mlx5_compX", "mlx5_comp1@pci:0000:01:00.0")
+    (tmp_path / "proc" / "interrupts").write_text(swapped)
+    assert rows(qmap(root, "ens1f0")) == {("combined", 0): (31,), ("combined", 1): (30,),
+                                          ("combined", 2): (32,), ("combined", 3): (33,)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 from typing import TYPE_CHECKING
 
 from nettop.collectors import net_dev as net_dev_mod
@@ -220,6 +221,7 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
     except OSError:
         queues = []
     speed = _speed(root, name)
+    counts = _queue_counts(tuple(queues))
     return LinkStats(
         name=name, ifindex=ifindex,
         rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
@@ -227,6 +229,13 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
         operstate=operstate, mtu=num("mtu"), txqueuelen=num("tx_queue_len"),
         speed_mbps=speed,
         kind=kind, master=master, is_aggregate=kind in AGGREGATE_KINDS,
-        num_rx_queues=sum(q.startswith("rx-") for q in queues),
-        num_tx_queues=sum(q.startswith("tx-") for q in queues),
+        num_rx_queues=counts[0],
+        num_tx_queues=counts[1],
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _queue_counts(names: tuple[str, ...]) -> tuple[int, int]:
+    """The rx- and tx- entries of a queues/ listing, counted once per listing: a 128-queue
+    NIC lists the same 256 names tick after tick."""
+    return sum(q.startswith("rx-") for q in names), sum(q.startswith("tx-") for q in names)

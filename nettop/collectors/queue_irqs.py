@@ -19,6 +19,7 @@ Naming also works on a captured /proc/interrupts without sysfs. A queue with no 
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from dataclasses import dataclass
@@ -308,6 +309,7 @@ _MAPS: dict[tuple, QueueMap] = {}
 _MAPS_MAX = 256
 _NL_KEYS = ("type", "id", "napi_id", "irq")
 _MISSING = object()  # an attribute the answer did not carry (not the same as a None value)
+_NAME_CHIP = operator.attrgetter("name", "chip")
 
 
 def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
@@ -318,7 +320,12 @@ def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
     msi = dev.msi_irqs if dev is not None else None
     if msi is not None:
         table = irqs.irqs
-        seen = tuple((i, table[i].name, table[i].chip) if i in table else (i,) for i in sorted(msi))
+        order = sorted(msi)
+        got = list(map(table.get, order))
+        if all(got):  # every vector in the table (an Irq is always true): C-level calls
+            seen: tuple = ("all", tuple(order), tuple(map(_NAME_CHIP, got)))
+        else:
+            seen = tuple((i, table[i].name, table[i].chip) if i in table else (i,) for i in order)
     elif dev is None and queue_dirs is not None:
         seen = ()  # a software device: no IRQ is looked at
     else:
