@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nettop.collectors.interrupts import parse_interrupts, read_interrupts
-from nettop.collectors.queue_irqs import map_all, map_queues
+from nettop.collectors.queue_irqs import DeviceIrqs, map_all, map_queues, read_device
 from nettop.model.snapshot import QueueIrqs
 from nettop.kernel.sysroot import LIVE, SysRoot
 
@@ -370,3 +370,22 @@ def test_a_vector_renamed_on_the_same_number_changes_the_remembered_map(tmp_path
     (tmp_path / "proc" / "interrupts").write_text(swapped)
     assert rows(qmap(root, "ens1f0")) == {("combined", 0): (31,), ("combined", 1): (30,),
                                           ("combined", 2): (32,), ("combined", 3): (33,)}
+
+
+def test_a_device_link_moved_or_msi_vectors_changed_show_on_the_next_read(tmp_path):
+    """GIVEN an interface's device read once (its path resolved and remembered by its links'
+    targets) WHEN a vector is added to msi_irqs, then the interface's device link points
+    to another PCI function THEN each next read_device shows it."""
+    root = make_host(tmp_path, (DATA / "mlx5.Q6700.txt").read_text(), [
+        {"ifname": "ens1f0", "bdf": "0000:01:00.0", "queues": 4, "msi": [27, 28]},
+    ])
+    assert read_device(root, "ens1f0") == DeviceIrqs("0000:01:00.0", None, frozenset({27, 28}))
+    pci = tmp_path / "sys/devices/pci0000:00"
+    (pci / "0000:01:00.0/msi_irqs/29").write_text("msix\n")
+    assert read_device(root, "ens1f0") == DeviceIrqs("0000:01:00.0", None, frozenset({27, 28, 29}))
+    (pci / "0000:02:00.0/msi_irqs").mkdir(parents=True)
+    (pci / "0000:02:00.0/msi_irqs/40").write_text("msix\n")
+    link = pci / "0000:01:00.0/net/ens1f0/device"
+    link.unlink()
+    os.symlink("../../../0000:02:00.0", link)
+    assert read_device(root, "ens1f0") == DeviceIrqs("0000:02:00.0", None, frozenset({40}))

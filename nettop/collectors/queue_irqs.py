@@ -19,6 +19,7 @@ Naming also works on a captured /proc/interrupts without sysfs. A queue with no 
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import re
@@ -54,7 +55,7 @@ def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
     link = root.join(f"sys/class/net/{ifname}/device")
     if not os.path.lexists(link):
         return None
-    path = os.path.realpath(link)
+    path = _device_path(root.join(f"sys/class/net/{ifname}"), link)
     base, parent = os.path.basename(path), os.path.dirname(path)
     virtio = base if _VIRTIO.fullmatch(base) else None
     bdf = base if _BDF.fullmatch(base) else None
@@ -63,12 +64,38 @@ def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
     msi = None
     for d in (path, parent) if virtio or bdf != base else (path,):
         try:
-            msi = frozenset(int(x) for x in os.listdir(os.path.join(d, "msi_irqs"))
-                            if x.isascii() and x.isdigit() and len(x) <= 10)
+            msi = _msi_irqs(tuple(os.listdir(os.path.join(d, "msi_irqs"))))
             break
         except OSError:
             continue
     return DeviceIrqs(bdf, virtio, msi)
+
+
+# realpath of an interface's device link by (its class link, that link's target, the
+# device link's target): the two links are what a re-created interface or a driver
+# bound to another device changes, read again each tick (two readlinks) instead of
+# resolving the whole path (an lstat per component, ~8)
+_DEVICE_PATHS: dict[tuple[str, str, str], str] = {}
+
+
+def _device_path(cls: str, link: str) -> str:
+    try:
+        key = (cls, os.readlink(cls), os.readlink(link))
+    except OSError:  # a capture whose class/net/IF is a directory, not a link
+        return os.path.realpath(link)
+    got = _DEVICE_PATHS.get(key)
+    if got is None:
+        if len(_DEVICE_PATHS) >= 256:
+            _DEVICE_PATHS.clear()
+        got = _DEVICE_PATHS[key] = os.path.realpath(link)
+    return got
+
+
+@functools.lru_cache(maxsize=64)
+def _msi_irqs(names: tuple[str, ...]) -> frozenset[int]:
+    """The IRQ numbers of an msi_irqs/ listing, parsed once per listing (listed each tick:
+    vectors come and go with channels and resets)."""
+    return frozenset(int(x) for x in names if x.isascii() and x.isdigit() and len(x) <= 10)
 
 
 def read_queue_dirs(root: SysRoot, ifname: str,
