@@ -363,3 +363,27 @@ def test_vectors_renamed_on_the_same_numbers_show_within_recheck_every_ticks_a_s
     assert sorted(shown) == followed  # every one within recheck_every ticks
     assert max(per_tick) <= -(-len(followed) // 4) + 1, per_tick  # a quarter a tick, not all at once
     assert sum(per_tick) == len(followed)  # each once in the period
+
+
+def test_a_vector_freed_and_allocated_again_under_the_same_name_shows_its_new_hwirq(tmp_path):
+    """GIVEN a followed IRQ WHEN its descriptor is freed and allocated again on the same
+    number between two ticks, with the same action name but another hwirq (a new
+    directory, no link count changed) THEN the new hwirq shows within `recheck_every`
+    ticks: an unchanged `actions` alone is not taken for an unchanged IRQ."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    root = SysRoot(str(tree))
+    online, _ = cpus.read_online_cpus(root)
+    reader = SysfsIrqReader(recheck_every=2)
+    want = lambda i, n: "mlx5" in n  # noqa: E731
+    for _ in range(3):  # every IRQ fully re-read once: its directory is known
+        assert reader.read(root, online, want) is not None
+    d = tree / "sys/kernel/irq/25"
+    files = {f.name: f.read_text() for f in d.iterdir()}
+    old_hwirq = files["hwirq"].strip()
+    shutil.rmtree(d)
+    d.mkdir()
+    for name, text in files.items():
+        (d / name).write_text("77\n" if name == "hwirq" else text)
+    assert (tree / "sys/kernel/irq").stat().st_nlink == len(os.listdir(tree / "sys/kernel/irq")) + 2
+    seen = [reader.read(root, online, want).irqs[25].hwirq for _ in range(2)]  # type: ignore[union-attr]
+    assert seen[-1].startswith("77") and not seen[-1].startswith(old_hwirq)

@@ -35,8 +35,8 @@ def test_cpu_times_built_by_column_are_those_of_its_init(rows):
     _same(build(CpuTimes, *cols), [CpuTimes(*r) for r in rows])
 
 
-@given(st.lists(st.tuples(*[st.integers(0, (1 << 32) - 1)] * 6, st.none() | st.integers(0, 99), st.booleans()),
-                max_size=40))
+@given(st.lists(st.tuples(*[st.integers(0, (1 << 32) - 1)] * 6, st.none() | st.integers(0, 99),
+                          st.booleans()), max_size=40))
 def test_softnet_rows_built_by_column_are_those_of_its_init(rows):
     cols = [list(c) for c in zip(*rows)] or [[] for _ in range(8)]
     assert _setters(SoftnetRow) is not None
