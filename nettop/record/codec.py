@@ -126,13 +126,14 @@ class IntParts(list):
     At 1,024 CPUs the count rows are ~530,000 of a sample's ~560,000 ints; turning them
     into Python ints and back into an array cost the recorder ~25 ms a sample."""
 
-    __slots__ = ("rows", "seen", "kept")
+    __slots__ = ("rows", "seen", "kept", "sums")
 
     def __init__(self, seen: dict[int, tuple] | None = None) -> None:
         super().__init__()
         self.rows: list[int] = []
         self.seen = seen or {}  # id -> (object, skeleton, ints, floats) of the last sample
         self.kept: dict[int, tuple] = {}  # the same, of this sample: the next one's `seen`
+        self.sums: tuple[Any, list[int]] | None = None  # (a count matrix, its row sums): `irq`
 
     def remembered(self, obj: Any, floats: list[float]) -> Any:
         """`_enc` of a setting object (_REMEMBERED), or a tuple of more than 8 values, that
@@ -179,11 +180,10 @@ class IntParts(list):
             self.append(counts)
             self.kept[key] = hit  # type: ignore[index]
         m = counts.matrix
-        sums = self.seen.get(id(m))
-        if sums is None or sums[0] is not m:
-            sums = (m, m.values.sum(axis=1, dtype="u8").tolist())
-            self.seen[id(m)] = sums
-        self.append(obj.total - sums[1][counts.i])
+        if self.sums is None or self.sums[0] is not m:
+            self.sums = (m, m.values.sum(axis=1, dtype="u8").tolist())
+        assert isinstance(obj.total, int)  # the caller's test (_enc_other)
+        self.append(obj.total - self.sums[1][counts.i])
         return piece
 
     def ints(self) -> list[int]:
@@ -363,10 +363,9 @@ def _int_table(values: list[Any], ints: list[int]) -> list[Any] | None:
         ints.extend(chain.from_iterable(rows))
         return [{"c": _NAMES[t], "f": {"n": n} if n >= 2 else [0] * n}] * len(values)
     taken = [k for k, v in enumerate(skeleton) if type(v) is int]
-    if not taken:
-        return [{"c": _NAMES[t], "f": skeleton}] * len(values)
-    pick = operator.itemgetter(*taken)
-    ints.extend(chain.from_iterable(map(pick, rows)) if len(taken) > 1 else map(pick, rows))
+    if taken:
+        pick = operator.itemgetter(*taken)
+        ints.extend(chain.from_iterable(map(pick, rows)) if len(taken) > 1 else map(pick, rows))
     return [{"c": _NAMES[t], "f": skeleton}] * len(values)
 
 
