@@ -365,6 +365,23 @@ def test_shape_tells_apart_what_equality_does_not(a, b):
     assert codec.shape(ta) == codec.shape({"k": [1, 2], "v": [{"c": "X", "f": [a, "s"]}]})
 
 
+def test_shape_of_equal_trees_does_not_depend_on_what_else_holds_their_values():
+    """The Writer walks each sample into a fresh tree that shares sub-trees with the last
+    one's (codec.IntParts.remembered); the fingerprint must be the same for equal trees
+    however their values are shared or referenced, or every such sample pays the JSON
+    (marshal's default format writes a value held elsewhere too as a back-reference)."""
+    def tree(name: str, row: list) -> dict:
+        return {"irqs": [[name, row], [name, row]], "names": [name, "eth0"]}
+
+    one = tree("".join(["mlx5_comp", "0@pci:0000:3b:00.0"]), ["#", 4, 1.0])
+    held = [one["names"][0], one["irqs"][0][1]]  # a second holder, as the last sample's tree
+    two = tree("".join(["mlx5_comp", "0@pci:0000:3b:00.0"]), ["#", 4, 1.0])
+    three = {"irqs": [[n, list(r)] for n, r in two["irqs"]], "names": [str(x) for x in two["names"]]}
+    assert codec.skeleton_text(one) == codec.skeleton_text(two) == codec.skeleton_text(three)
+    assert codec.shape(one) == codec.shape(two) == codec.shape(three)
+    assert held
+
+
 def test_the_writer_stores_a_changed_skeleton_even_when_it_compares_equal(two_reads, tmp_path):
     """A counter that turns from an int into a float (or a bool) with the rest unchanged
     gives a tree equal by `==`; the Writer must still store the new skeleton."""
