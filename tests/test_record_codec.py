@@ -309,6 +309,46 @@ def test_split_parts_keeps_the_count_rows_in_their_place(rows, big):
         assert vec is None
 
 
+def test_an_irq_table_whose_heads_did_not_change_takes_last_samples_skeleton(monkeypatch):
+    """IntParts.irq_table: a sample whose IRQs have the heads of the last one reuses its
+    skeletons and copies numbers, rows and totals in bulk; whatever changes a head (a
+    rename, a new IRQ, a row width, a number that is a bool) is walked again, and every
+    sample's skeleton and values are still exactly `split`'s."""
+    np = numpy()
+
+    def table(step: int, names: dict[int, str] | None = None, n: int = 12, width: int = 6,
+              order: list[int] | None = None, total: object = None) -> InterruptTable:
+        rows = np.arange(n * width, dtype=np.uint32).reshape(n, width) * (step + 1)
+        m = CountMatrix(tuple(range(100, 100 + n)), rows)
+        keys = order if order is not None else list(range(n))
+        irqs = {100 + i: Irq(100 + i, "PCI-MSIX", f"{i}-edge", (names or {}).get(i, f"eth0-TxRx-{i}"),
+                             CountRow(m, i), int(rows[i].sum()) + step * i if total is None else total)
+                for i in keys}
+        return InterruptTable(tuple(range(width)), irqs, {})
+
+    samples = [table(0), table(1), table(2), table(3, names={4: "eth0-rx-4"}), table(4, names={4: "eth0-rx-4"}),
+               table(5, n=13), table(6, n=13), table(7, n=13, width=5), table(8, n=13, width=5),
+               table(9, n=13, width=5, order=list(reversed(range(13)))), table(10, n=13, width=5, total=True),
+               table(11, n=13, width=5)]
+    calls: list[Irq] = []
+    irq = codec.IntParts.irq
+    monkeypatch.setattr(codec.IntParts, "irq", lambda self, obj, floats: calls.append(obj) or irq(self, obj, floats))
+    seen: dict = {}
+    walked = []
+    for t in samples:
+        parts = codec.IntParts(seen)
+        calls.clear()
+        sk, ints, _ = codec.split(t)
+        assert codec.skeleton_text(codec._enc(t, parts, [])) == sk
+        assert parts.ints() == ints and parts.array().tolist() == ints
+        walked.append(len(calls))
+        seen = parts.kept
+    # walked one by one: the first, a rename, a new IRQ, a new width, another order; not
+    # after a total that is a bool (the whole table takes the generic path), nor when
+    # nothing changed
+    assert walked == [12, 0, 0, 12, 0, 13, 0, 13, 0, 13, 13, 13]
+
+
 def test_split_parts_walks_a_kept_setting_once_and_gives_splits_skeleton(two_reads):
     """The Writer's walk reuses the encoding of a setting object the last sample held too
     (IntParts.remembered) and takes per-CPU tables in one pass (_int_table): the
