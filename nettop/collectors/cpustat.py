@@ -16,6 +16,7 @@ from __future__ import annotations
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import decimal, is_decimal
 from nettop.collectors.rows import build
+from nettop.collectors.unchanged import LastAnswer
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import CpuTimes
 from nettop.kernel.sysroot import SysRoot
@@ -112,13 +113,19 @@ def _plainly_valid(head: str) -> dict[int, CpuTimes] | None:
     return dict(zip(cpus, build(CpuTimes, cpus, *cols)))  # CpuTimes(c, *row) for each line
 
 
-def read_stat(root: SysRoot) -> tuple[dict[int, CpuTimes], list[Problem]]:
-    """Read and parse /proc/stat under `root`."""
+def read_stat(root: SysRoot, last: LastAnswer[CpuTimes] | None = None
+              ) -> tuple[dict[int, CpuTimes], list[Problem]]:
+    """Read and parse /proc/stat under `root`; with `last` (the caller's, kept across
+    ticks), CPU lines equal to the last tick's give its rows again (`unchanged.py`)."""
     try:
         text = root.read_text(STAT)
     except OSError as exc:
         return {}, [from_oserror("/proc/stat", exc)]
-    return parse_stat(text)
+    if last is None:
+        return parse_stat(text)
+    end = text.find("\nintr")
+    head = text if end < 0 else text[:end]  # parse_stat reads no further
+    return last.get(head, lambda: parse_stat(head))
 
 
 def cpu_percentages(prev: CpuTimes, cur: CpuTimes) -> dict[str, float]:

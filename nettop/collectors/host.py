@@ -36,10 +36,12 @@ from nettop.collectors import (
 from nettop.collectors.host_tuning import TuningReader
 from nettop.collectors.nic_rotation import NicRead, NicSettingsRotation
 from nettop.collectors.settings_rotation import ROTATION_FILES_PER_S, ROTATION_S, SettingsRotation
+from nettop.collectors.unchanged import LastAnswer
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.model.problems import Problem, from_oserror, malformed
-from nettop.model.snapshot import BqlState, DeviceConfig, InterruptTable, LinkStats, QueueConfig, Snapshot
+from nettop.model.snapshot import (BqlState, CpuTimes, DeviceConfig, InterruptTable, LinkStats, QueueConfig, Snapshot,
+                                   SoftirqCounts, SoftnetRow)
 from nettop.kernel.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
@@ -85,6 +87,10 @@ class HostReader:
         self.irq_source = interrupts.SOURCE
         self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
         self._irqbalance = host_config.IrqbalanceCache()
+        # the per-CPU files' last texts and rows: a file that did not move is not parsed again
+        self._last_stat: LastAnswer[CpuTimes] = LastAnswer()
+        self._last_softirqs: LastAnswer[SoftirqCounts] = LastAnswer()
+        self._last_softnet: LastAnswer[SoftnetRow] = LastAnswer()
         self._managed = irq_affinity.ManagedCache(root)
         self._nl = None
         self._rtnl = None
@@ -185,9 +191,9 @@ class HostReader:
                 damaged.append(source)
             return take(result)
 
-        sirq = per_cpu("/proc/softirqs", softirqs.read_softirqs(root))
-        times = per_cpu("/proc/stat", cpustat.read_stat(root))
-        snet = per_cpu("/proc/net/softnet_stat", softnet.read_softnet(root, online or None))
+        sirq = per_cpu("/proc/softirqs", softirqs.read_softirqs(root, self._last_softirqs))
+        times = per_cpu("/proc/stat", cpustat.read_stat(root, self._last_stat))
+        snet = per_cpu("/proc/net/softnet_stat", softnet.read_softnet(root, online or None, self._last_softnet))
         problems.extend(consistency.check_cpu_sets(online, table.cpus, sirq, times, snet, damaged))
 
         nics = [n for n in names if n != "lo"]

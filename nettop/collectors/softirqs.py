@@ -17,6 +17,7 @@ import functools
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import is_decimal
 from nettop.collectors.rows import build
+from nettop.collectors.unchanged import LastAnswer
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import SoftirqCounts
 from nettop.kernel.sysroot import SysRoot
@@ -92,10 +93,14 @@ def _header_cpus(line: str) -> tuple[int, ...]:
     return tuple(int(t[3:]) for t in line.split() if t.startswith("CPU") and is_decimal(t[3:]) and len(t) <= 8)
 
 
-def read_softirqs(root: SysRoot) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
-    """Read and parse /proc/softirqs under `root`."""
+def read_softirqs(root: SysRoot, last: LastAnswer[SoftirqCounts] | None = None
+                  ) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
+    """Read and parse /proc/softirqs under `root`; with `last` (the caller's, kept across
+    ticks), a text equal to the last tick's gives its rows again (`unchanged.py`)."""
     try:
         text = root.read_text(SOFTIRQS)
     except OSError as exc:
         return {}, [from_oserror(_SRC, exc)]
-    return parse_softirqs(text)
+    if last is None:
+        return parse_softirqs(text)
+    return last.get(text, lambda: parse_softirqs(text))

@@ -30,6 +30,7 @@ from typing import Sequence
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import hexadecimal
 from nettop.collectors.rows import build
+from nettop.collectors.unchanged import LastAnswer
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import SoftnetRow
 from nettop.kernel.sysroot import SysRoot
@@ -158,11 +159,15 @@ def _row(cpu: int, v: Sequence[int], from_column: bool) -> SoftnetRow:
 
 
 def read_softnet(
-    root: SysRoot, online_cpus: tuple[int, ...] | None = None
+    root: SysRoot, online_cpus: tuple[int, ...] | None = None, last: LastAnswer[SoftnetRow] | None = None,
 ) -> tuple[dict[int, SoftnetRow], list[Problem]]:
-    """Read and parse /proc/net/softnet_stat under `root` (see `parse_softnet`)."""
+    """Read and parse /proc/net/softnet_stat under `root` (see `parse_softnet`); with
+    `last` (the caller's, kept across ticks), a text and online CPUs equal to the last
+    tick's give its rows again (`unchanged.py`)."""
     try:
         text = root.read_text(SOFTNET)
     except OSError as exc:
         return {}, [from_oserror(_SRC, exc)]
-    return parse_softnet(text, online_cpus)
+    if last is None:
+        return parse_softnet(text, online_cpus)
+    return last.get((text, online_cpus), lambda: parse_softnet(text, online_cpus))
