@@ -25,7 +25,7 @@ from nettop.kernel.sysroot import SysRoot
 FIELDS = ("limit", "limit_max", "limit_min", "inflight")
 
 
-def parse_bql(queue: int, values: dict[str, str]) -> BqlState:
+def parse_bql(queue: int, values: dict[str, str], read_at: float | None = None) -> BqlState:
     """BqlState from the four files' text ({"limit": "2317", ...}); raises ValueError."""
     return BqlState(
         queue=queue,
@@ -33,6 +33,7 @@ def parse_bql(queue: int, values: dict[str, str]) -> BqlState:
         limit_max=decimal(values["limit_max"], 32, "limit_max"),
         limit_min=decimal(values["limit_min"], 32, "limit_min"),
         inflight=decimal(values["inflight"], 32, "inflight"),
+        read_at=read_at,
     )
 
 
@@ -50,10 +51,11 @@ def read_bql(root: SysRoot, ifname: str) -> tuple[tuple[BqlState, ...], list[Pro
     return tuple(out), problems
 
 
-def read_bql_queue(root: SysRoot, ifname: str, index: int,
-                   problems: list[Problem]) -> tuple[BqlState | None, bool]:
-    """(BqlState of tx queue `index` or None, True when it has no byte_queue_limits
-    directory: the device has no BQL, or the queue went away since the listing)."""
+def read_bql_queue(root: SysRoot, ifname: str, index: int, problems: list[Problem],
+                   read_at: float | None = None) -> tuple[BqlState | None, bool]:
+    """(BqlState of tx queue `index` stamped `read_at`, or None; True when it has no
+    byte_queue_limits directory: the device has no BQL, or the queue went away since the
+    listing)."""
     qdir = f"sys/class/net/{ifname}/queues/tx-{index}/byte_queue_limits/"
     values: dict[str, str] = {}
     for name in FIELDS:
@@ -65,7 +67,7 @@ def read_bql_queue(root: SysRoot, ifname: str, index: int,
             problems.append(from_oserror("/" + qdir + name, exc))
             return None, False
     try:
-        return parse_bql(index, values), False
+        return parse_bql(index, values, read_at), False
     except ValueError as exc:
         problems.append(malformed("/" + qdir, f"{values} ({exc})"))
         return None, False

@@ -111,9 +111,11 @@ class ManagedCache:
 
 def read_irq_affinity(
     root: SysRoot, irqs: Iterable[int], managed: Callable[[int], bool | None] | None = None,
+    read_at: float | None = None,
 ) -> tuple[dict[int, IrqAffinity], list[Problem]]:
-    """IrqAffinity of each IRQ in `irqs` that still exists, plus what could not be read.
-    `managed(irq)` says whether the IRQ is unmovable (a `ManagedCache`), when given."""
+    """IrqAffinity of each IRQ in `irqs` that still exists (stamped `read_at`), plus what
+    could not be read. `managed(irq)` says whether the IRQ is unmovable (a
+    `ManagedCache`), when given."""
     out: dict[int, IrqAffinity] = {}
     problems: list[Problem] = []
     for irq in irqs:
@@ -135,6 +137,7 @@ def read_irq_affinity(
             hint=_read(root, base + "affinity_hint", parse_affinity_hint, problems),
             node=_read(root, base + "node", parse_node, problems),
             managed=managed(irq) if managed is not None else None,
+            read_at=read_at,
         )
     return out, problems
 

@@ -98,9 +98,11 @@ def read_queue_config(
 
 def read_queues(
     root: SysRoot, ifname: str, queues: list[tuple[str, int]], problems: list[Problem] | None = None,
+    read_at: float | None = None,
 ) -> tuple[tuple[QueueConfig, ...], list[Problem]]:
     """The settings of the named queues of `ifname` only (the settings rotation reads a
-    few each tick), failures summarized per file as in `read_queue_config`."""
+    few each tick, stamped `read_at`), failures summarized per file as in
+    `read_queue_config`."""
     problems = [] if problems is None else problems
     failed: _Failures = {}
     out = []
@@ -119,9 +121,9 @@ def read_queues(
                     problems.append(Problem(
                         "/" + qdir + other_file,
                         f"skipped a malformed value in /{qdir}{other_file}: {other[:40]!r}"))
-            out.append(QueueConfig("rx", index, rps_cpus=mask, rps_flow_cnt=flow_cnt))
+            out.append(QueueConfig("rx", index, mask, flow_cnt, None, None, read_at))
         else:
-            out.append(QueueConfig("tx", index, xps_cpus=mask, xps_rxqs=other))
+            out.append(QueueConfig("tx", index, None, None, mask, other, read_at))
     for (fname, _), (first, exc, count) in failed.items():
         problems.append(_summarize(ifname, fname, first, exc, count))
     return tuple(out), problems

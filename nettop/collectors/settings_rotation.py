@@ -68,7 +68,8 @@ class _Entry(Generic[V]):
     __slots__ = ("value", "t")
 
     def __init__(self, value: V, t: float) -> None:
-        self.value: V = dataclasses.replace(value, read_at=t)
+        # the readers stamp what they read; a value made elsewhere is stamped here
+        self.value: V = value if value.read_at == t else dataclasses.replace(value, read_at=t)
         self.t = t
 
     def as_of(self, t: float) -> V:
@@ -194,7 +195,7 @@ class SettingsRotation:
             if due:
                 files += self._read_queues(t, name, links[name], due, listing[name])
         if irq_now:
-            got, probs = read_irq_affinity(root, sorted(irq_now), managed)
+            got, probs = read_irq_affinity(root, sorted(irq_now), managed, t)
             files += IRQ_FILES * len(irq_now)
             for i in irq_now:
                 order.pop(("irq", i), None)
@@ -232,7 +233,7 @@ class SettingsRotation:
         st = self._ifaces[(name, ifindex)]
         st.out = None  # values change: what it gives out is made again
         probs: list[Problem] = []
-        cfgs, _ = read_queues(self.root, name, due, probs)
+        cfgs, _ = read_queues(self.root, name, due, probs, t)
         files = QUEUE_FILES * len(due)
         keep = set(listed)
         if len(st.cfg) > len(keep):
@@ -246,7 +247,7 @@ class SettingsRotation:
         for kind, index in due:
             if kind != "tx" or (st.has_bql is False and index != first_tx):
                 continue
-            state, absent = read_bql_queue(self.root, name, index, probs)
+            state, absent = read_bql_queue(self.root, name, index, probs, t)
             files += 1 if absent else len(BQL_FILES)
             if absent and index == first_tx:
                 st.has_bql, st.bql = False, {}
