@@ -387,3 +387,39 @@ def test_a_vector_freed_and_allocated_again_under_the_same_name_shows_its_new_hw
     assert (tree / "sys/kernel/irq").stat().st_nlink == len(os.listdir(tree / "sys/kernel/irq")) + 2
     seen = [reader.read(root, online, want).irqs[25].hwirq for _ in range(2)]  # type: ignore[union-attr]
     assert seen[-1].startswith("77") and not seen[-1].startswith(old_hwirq)
+
+
+def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_path):
+    """A tick writes the single fields that moved into the matrix in one step after its
+    loop; a tick that stops part way (a damaged file further on) still writes those it
+    took, since it already remembers their texts: once the damage is gone and the IRQs
+    are read again, every count is the file's."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    root = SysRoot(str(tree))
+    online = tuple(range(8))
+    reader = SysfsIrqReader()
+    assert reader.read(root, online, lambda irq, name: True) is not None
+    followed = sorted(reader._paths)
+    irqdir = tree / "sys/kernel/irq"
+
+    def counts(irq: int) -> list[int]:
+        return [int(x) for x in (irqdir / str(irq) / "per_cpu_count").read_text().strip().split(",")]
+
+    def write(irq: int, text: str) -> None:
+        (irqdir / str(irq) / "per_cpu_count").write_text(text)
+
+    for step in (1, 2):  # the second step moves the field the first one did: the fast path
+        for irq in followed:
+            row = counts(irq)
+            row[irq % 8] = (row[irq % 8] + 1000 * step) % (1 << 32)
+            write(irq, ",".join(map(str, row)) + "\n")
+        damaged = followed[-1]
+        good = (irqdir / str(damaged) / "per_cpu_count").read_text()
+        write(damaged, good.replace(",", ",x", 1))
+        assert reader.read(root, online, lambda irq, name: True) is None
+        write(damaged, good)
+        (irqdir / f"{9000 + step}").mkdir()  # a new IRQ (no action yet): the set is read again
+        (irqdir / f"{9000 + step}" / "actions").write_text("\n")
+        table = reader.read(root, online, lambda irq, name: True)
+        assert table is not None
+        assert {i: list(table.irqs[i].counts) for i in followed} == {i: counts(i) for i in followed}
