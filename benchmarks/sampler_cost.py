@@ -8,7 +8,8 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
     wrapping os.open/os.listdir/os.readlink over N ticks, their clock stepped by 1 s so
     that the settings rotation reads what it would at a 1 s interval; per-tick means),
     plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
-  - their ratio. Targets: <= 3x the floor; <= 20 ms per tick on the 256-CPU tree.
+  - their ratio. Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
+    tree and <= 10 ms on the 1,024-CPU one (LIMIT_MS).
 
 The floor is the raw reads of exactly the files the sampler needs for that tick (with
 /sys/kernel/irq: the followed IRQs' per_cpu_count, not /proc/interrupts).
@@ -162,7 +163,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
           + (", + netlink link and qdisc dumps" if root.live else ""))
     print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ticks})")
     print(f"  floor (read only)    : {floor * 1000:8.2f} ms")
-    print(f"  ratio                : {tick / floor:8.2f}x   (target <= 3x)")
+    print(f"  ratio                : {tick / floor:8.2f}x   (target <= {RATIO_LIMIT:g}x)")
     print(f"  of which IRQ counts  : {irq_tick * 1000:8.2f} ms, floor {irq_floor * 1000:.2f} ms "
           f"({len(irq_files) / ticks:.0f} files: {', '.join(sorted({p.rsplit('/', 1)[-1] for p in irq_files}))})")
     if moving is not None:
@@ -196,6 +197,7 @@ SIZES = {
     1024: dict(cpus=1024, irqs=16384, queues=128, nics=4, nodes=4, sparse=True),
 }
 LIMIT_MS = {256: 3.0, 1024: 10.0}  # issue 29's targets on this machine
+RATIO_LIMIT = 2.0  # and within this many times the floor
 
 
 def main() -> int:
