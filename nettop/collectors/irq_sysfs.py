@@ -287,60 +287,48 @@ class SysfsIrqReader:
         m = self._m
         last = self._last
         hold = self._hold
-        # the single fields that moved (a queue IRQ fires on one CPU), written into `m` in
-        # one numpy step after the loop, also when it returns early: `_last` already
-        # holds their texts
-        one_rows: list[int] = []
-        one_cols: list[int] = []
-        one_vals: list[int] = []
-        try:
-            for i, (irq, path) in enumerate(paths.items()):
-                try:
-                    if hold:
-                        text = self._held(path)
-                    else:  # inline: 500 files a tick on a big host
-                        fd = os.open(path, os.O_RDONLY)
-                        try:
-                            text = os.read(fd, 65536)
-                        finally:
-                            os.close(fd)
-                except OSError:
-                    return None  # gone since discovery
-                seen = last.get(irq)
-                if seen is not None and seen[0] == text:
-                    continue
-                self._counted_bare = None  # a row moves: the table is made anew, even after a refusal
-                if not text.endswith(b"\n"):
-                    self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
-                                            "PAGE_SIZE (too many CPUs for one page)")
-                    return None
-                if seen is not None:
-                    got = _delta(text, seen, n)
-                    if got is None:
-                        self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
-                        return None
-                    first, vals, last[irq] = got
-                    if len(vals) == 1:
-                        one_rows.append(i)
-                        one_cols.append(first)
-                        one_vals.append(vals[0])
-                    else:
-                        m[i, first:first + len(vals)] = vals
-                    continue
-                parts = text[:-1].split(b",")
-                if len(parts) != n:
-                    self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
-                                            f"counts for {n} possible CPUs")
-                    return None
-                full = _parse_all(parts)
-                if full is None:
+        for i, (irq, path) in enumerate(paths.items()):
+            try:
+                if hold:
+                    text = self._held(path)
+                else:  # inline: 500 files a tick on a big host
+                    fd = os.open(path, os.O_RDONLY)
+                    try:
+                        text = os.read(fd, 65536)
+                    finally:
+                        os.close(fd)
+            except OSError:
+                return None  # gone since discovery
+            seen = last.get(irq)
+            if seen is not None and seen[0] == text:
+                continue
+            self._counted_bare = None  # a row moves: the table is made anew, even after a refusal
+            if not text.endswith(b"\n"):
+                self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
+                                        "PAGE_SIZE (too many CPUs for one page)")
+                return None
+            if seen is not None:
+                got = _delta(text, seen, n)
+                if got is None:
                     self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                     return None
-                m[i] = full
-                last[irq] = (text, b"", b"", 0, 0)
-        finally:
-            if one_rows:
-                m[one_rows, one_cols] = one_vals
+                first, vals, last[irq] = got
+                if len(vals) == 1:
+                    m[i, first] = vals[0]
+                else:
+                    m[i, first:first + len(vals)] = vals
+                continue
+            parts = text[:-1].split(b",")
+            if len(parts) != n:
+                self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
+                                        f"counts for {n} possible CPUs")
+                return None
+            full = _parse_all(parts)
+            if full is None:
+                self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
+                return None
+            m[i] = full
+            last[irq] = (text, b"", b"", 0, 0)
         irqs = dict(self._bare)
         if self._counted_bare is not self._bare or cols != self._cols:
             # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
