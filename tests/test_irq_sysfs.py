@@ -390,10 +390,10 @@ def test_a_vector_freed_and_allocated_again_under_the_same_name_shows_its_new_hw
 
 
 def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_path):
-    """A tick writes the single fields that moved into the matrix in one step after its
-    loop; a tick that stops part way (a damaged file further on) still writes those it
-    took, since it already remembers their texts: once the damage is gone and the IRQs
-    are read again, every count is the file's."""
+    """A tick that stops part way (a damaged file further on) has already remembered the
+    texts of the rows before it, so it must have written their moved fields into the
+    matrix too: once the damage is gone and the IRQs are read again, those rows are not
+    taken again, and every count must be the file's."""
     tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
     root = SysRoot(str(tree))
     online = tuple(range(8))
