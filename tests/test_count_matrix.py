@@ -88,7 +88,7 @@ def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, 
     wt = Window([Point(_snap(0.0, at), None), Point(_snap(elapsed, bt), None)], window_s=100.0)
     assert wt._irq_matrix() is None
     want = ([wt.irq_counts(irq) for irq in am.irqs], [wt.irq_peak(irq) for irq in am.irqs],
-            wt.irq_peaks(list(am.irqs)), wt.irq_sum(some), wt.irq_sum(twice))
+            wt.irq_peaks(list(am.irqs)), wt.irq_sum(some), wt.irq_sum(twice), wt.irq_peaks(some))
     for sparse in (1 << 30, 0):  # the counts that moved, and the whole matrix
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(W, "SPARSE_PER_ROW", sparse)
@@ -97,7 +97,7 @@ def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, 
             assert m is not None and (type(m[1]) is W._SparseSteps) == (sparse > 0 or a_rows == b_rows)
             peaks = [wm.irq_peak(irq) for irq in am.irqs]  # before irq_peaks: each way first once
             got = ([wm.irq_counts(irq) for irq in am.irqs], peaks, wm.irq_peaks(list(am.irqs)),
-                   wm.irq_sum(some), wm.irq_sum(twice))
+                   wm.irq_sum(some), wm.irq_sum(twice), wm.irq_peaks(iter(some)))  # one IRQ not in it
         assert got == want
         assert all(type(v) is int for v in got[3] or []) and wm.irq_sum([999]) is None
 

@@ -242,6 +242,7 @@ class Window:
         self._irq_m: tuple[CountMatrix, _Steps] | None = None  # see _irq_matrix
         self._irq_m_done = False
         self._irq_peaks: tuple[list[int], list[int]] | None = None  # rows' totals and argmax
+        self._irq_pairs: list[tuple[int, int]] | None = None  # the same as (total, argmax) per row
 
     @property
     def has_rates(self) -> bool:
@@ -354,13 +355,14 @@ class Window:
             return [self.irq_peak(irq) for irq in irqs]
         if self._irq_peaks is None:
             self._irq_peaks = m[1].peaks()
-        totals, peaks = self._irq_peaks
-        index = m[0].index
-        out: list[tuple[int, int] | None] = []
-        for irq in irqs:
-            row = index(irq)
-            out.append((totals[row], peaks[row]) if row is not None else self.irq_peak(irq))
-        return out
+        if self._irq_pairs is None:
+            self._irq_pairs = list(zip(*self._irq_peaks))
+        irqs = irqs if isinstance(irqs, (list, tuple)) else list(irqs)
+        rows = m[0].rows_of(irqs)
+        if None not in rows:  # every one a row of the matrix: one C-level pass
+            return list(map(self._irq_pairs.__getitem__, rows))
+        pairs = self._irq_pairs
+        return [pairs[row] if row is not None else self.irq_peak(irq) for irq, row in zip(irqs, rows)]
 
     def _irq_matrix(self) -> tuple[CountMatrix, _Steps] | None:
         """(the last sample's count matrix, whose `index` gives an IRQ's row; the window's

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
 
 from nettop.model.snapshot import InterruptTable
 
@@ -53,6 +53,12 @@ class CountMatrix:
         if self._index is None:
             self._index = {n: i for i, n in enumerate(self.irqs)}
         return self._index.get(irq)
+
+    def rows_of(self, irqs: Iterable[int]) -> list[int | None]:
+        """`index` of each of `irqs` (a NIC's queue IRQs in one C-level pass)."""
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self.irqs)}
+        return list(map(self._index.get, irqs))
 
     def same_layout(self, other: CountMatrix) -> bool:
         """Same IRQs in the same rows and as many columns: rows can be subtracted."""
