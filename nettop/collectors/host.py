@@ -73,6 +73,10 @@ class HostReader:
         # settings_rotation.py); the consumer may change it between ticks. By default
         # the interfaces asked for by name, none when all are read.
         self.on_screen: frozenset[str] = frozenset(on_screen if on_screen is not None else ifnames or ())
+        # of those, the queue rows drawn ((kind as in the queue map, index) by interface):
+        # only they and their IRQs are read every tick, the rest of the interface in
+        # rotation; None: every queue of an interface on screen (record, serve)
+        self.screen_queues: dict[str, frozenset[tuple[str, int]]] | None = None
         self._settings = SettingsRotation(root, settings_period_s, settings_files_per_s)
         # coalescing, rings and channels (ethtool, each request takes RTNL): the same policy
         self._nic_settings = NicSettingsRotation(settings_period_s)
@@ -200,16 +204,25 @@ class HostReader:
         qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
         if not root.live:
             qstats = {**qstats, **queue_counters.saved_ethtool_stats(root, nics)}
-        screen = self.on_screen
+        screen, rows = self.on_screen, self.screen_queues  # once: the consumer may swap them
         screen_irqs = set(self.follow_irqs)
-        for n, m in qmaps.items():
-            if n in screen:
-                screen_irqs.update(i for q in m.queues for i in q.irqs)
-                screen_irqs.update(m.other_irqs)
+        sysfs_rows: dict[str, frozenset[tuple[str, int]]] | None = None
+        if rows is None:
+            for n, m in qmaps.items():
+                if n in screen:
+                    screen_irqs.update(i for q in m.queues for i in q.irqs)
+                    screen_irqs.update(m.other_irqs)
+        else:
+            sysfs_rows = {n: _sysfs_queues(r) for n, r in rows.items() if n in screen}
+            for n, r in rows.items():
+                drawn = qmaps.get(n)
+                if drawn is not None and n in screen:
+                    screen_irqs.update(i for q in drawn.queues if (q.kind, q.index) in r for i in q.irqs)
         settings = self._settings.read(
             t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__, screen_irqs,
             mapped | self.follow_irqs,
-            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None), listings)
+            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None), listings,
+            sysfs_rows)
         problems.extend(settings.problems)
         self.settings_files = settings.files
         eth: dict[str, NicRead] = {}
@@ -331,6 +344,13 @@ class HostReader:
             return self.root.read_line("proc/sys/kernel/osrelease")
         except OSError:
             return platform.release() if self.root.live else "unknown"
+
+
+def _sysfs_queues(rows: frozenset[tuple[str, int]]) -> frozenset[tuple[str, int]]:
+    """The sysfs queues (`rx-N`, `tx-N`) behind queue rows: a combined row is both."""
+    if all(k != "combined" for k, _ in rows):
+        return rows
+    return frozenset((k, i) for kind, i in rows for k in (("rx", "tx") if kind == "combined" else (kind,)))
 
 
 UPTIME = "proc/uptime"

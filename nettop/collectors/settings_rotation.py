@@ -4,9 +4,11 @@ RPS/XPS masks, RFS flow counts, BQL limits and IRQ affinities change when someon
 the host, not from one second to the next, yet a 64-queue NIC has 512 such files and
 reading all of them every tick was most of the sampler's opens on a big host. So:
 
-- the interfaces on screen (the ones the consumer asks for: the live view's shown
-  interfaces, `record`/`serve`'s --iface list) and the IRQs of their queues are read
-  every tick, as are the IRQs a user follows;
+- the interfaces on screen (the ones the consumer asks for: `record`/`serve`'s --iface
+  list) and the IRQs of their queues are read every tick, as are the IRQs a user
+  follows; where the consumer names the queues it draws (the live view's visible queue
+  and BQL rows: twenty of a 4 x 128-queue host's 512), only those and their IRQs are,
+  and the rest of the interface rotates with everything else;
 - everything else is read in rotation, oldest first, a budget of files per tick sized so
   that every setting is re-read at least every `period_s` seconds (ROTATION_S), or, on a
   host with more settings files than `files_per_s` (ROTATION_FILES_PER_S) can read in
@@ -31,7 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Callable, Collection, Generic, Iterable, Mapping, TypeVar
 
 from nettop.collectors.bql import FIELDS as BQL_FILES, read_bql_queue
 from nettop.collectors.irq_affinity import read_irq_affinity
@@ -46,6 +48,8 @@ QUEUE_FILES = 2  # rps_cpus + rps_flow_cnt, or xps_cpus + xps_rxqs
 IRQ_FILES = 4  # smp_affinity_list, effective_affinity_list, affinity_hint, node
 
 V = TypeVar("V", QueueConfig, BqlState, IrqAffinity)
+
+_NO_QUEUES: frozenset[tuple[str, int]] = frozenset()
 
 # what one rotation item is: ("q", ifname, ifindex, kind, index) or ("irq", n)
 Key = tuple
@@ -90,8 +94,9 @@ class _Iface:
         # (listing, queue settings, BQL states); 4 x 128 queues are 1,536 values a tick
         self.out: tuple[list[tuple[str, int]], tuple[QueueConfig, ...], tuple[BqlState, ...]] | None = None
         # the rotation's items of a listing whose every queue was read once: (listing,
-        # has_bql, [(item, cost in files)])
-        self.items: tuple[list[tuple[str, int]], bool | None, list[tuple[Key, int]]] | None = None
+        # has_bql, [(item, cost in files)], the queues drawn, which are not among them)
+        self.items: tuple[list[tuple[str, int]], bool | None, list[tuple[Key, int]],
+                          frozenset[tuple[str, int]]] | None = None
 
 
 class SettingsRotation:
@@ -125,9 +130,14 @@ class SettingsRotation:
     def read(self, t: float, links: Mapping[str, int], on_screen: Callable[[str], bool],
              screen_irqs: Iterable[int], irqs: Iterable[int],
              managed: Callable[[int], bool | None] | None = None,
-             listings: QueueListings | None = None) -> SettingsRead:
+             listings: QueueListings | None = None,
+             screen_queues: Mapping[str, Collection[tuple[str, int]]] | None = None) -> SettingsRead:
         """The settings of `links` (name -> ifindex) and of `irqs` at tick time `t` (with
-        the tick's queue listings, when given)."""
+        the tick's queue listings, when given). `screen_queues`, when given, names the
+        queues (sysfs kind "rx"/"tx", index) of the interfaces on screen whose rows are
+        drawn: only those are read every tick, the rest of such an interface in rotation
+        (a 4 x 128-queue host draws twenty rows of 512); None: every queue of an interface
+        on screen is."""
         with self._lock:
             dirty_ifs, self._noticed_ifs = self._noticed_ifs, set()
             dirty_irqs, self._noticed_irqs = self._noticed_irqs, set()
@@ -147,17 +157,23 @@ class SettingsRotation:
             problems.extend(probs)
             listing[name] = queues
             st = self._ifaces.setdefault((name, ifindex), _Iface())
-            if on_screen(name) or name in dirty_ifs:
+            shown: frozenset[tuple[str, int]] = _NO_QUEUES
+            if name in dirty_ifs or on_screen(name) and screen_queues is None:
                 now[name] = list(queues)
                 continue
+            if screen_queues is not None and name in screen_queues and on_screen(name):
+                shown = frozenset(screen_queues[name])
             cfg = st.cfg
-            due = now[name] = [q for q in queues if q not in cfg]
-            if due or st.items is None or st.items[1] != st.has_bql or st.items[0] != queues:
+            # new queues at once, and the drawn rows' every tick
+            due = now[name] = [q for q in queues if q not in cfg or q in shown]
+            new = any(q not in cfg for q in due)
+            if new or st.items is None or st.items[1] != st.has_bql or st.items[0] != queues \
+                    or st.items[3] != shown:
                 tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
                 items = [(("q", name, ifindex, kind, index), QUEUE_FILES if kind == "rx" else tx_cost)
-                         for kind, index in queues if (kind, index) in cfg]
-                st.items = None if due else (queues, st.has_bql, items)
-            else:  # the same queues as last tick, each read before: the same items
+                         for kind, index in queues if (kind, index) in cfg and (kind, index) not in shown]
+                st.items = None if new else (queues, st.has_bql, items, shown)
+            else:  # the same queues and rows as last tick, each read before: the same items
                 items = st.items[2]
             present.update(items)
         wanted = set(irqs)
