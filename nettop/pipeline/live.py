@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, TypeVar
 
 from nettop.collectors.cpus import read_cpu_nodes
 from nettop.collectors.session_path import SessionPath
@@ -108,6 +108,7 @@ class LivePipeline:
         self._routes_t: float | None = None
         self._session: SessionPath | None = None
         self._on_screen: frozenset[str] | None = None  # the consumer's, once it has said
+        self._screen_queues: dict[str, frozenset[tuple[str, int]]] | None = None  # its rows drawn
 
     @property
     def doctor_config(self) -> DoctorConfig:
@@ -189,9 +190,13 @@ class LivePipeline:
         sampler.paused = self._paused
         sampler.start()
 
-    def show_settings(self, ifnames: Iterable[str]) -> None:
+    def show_settings(self, ifnames: Iterable[str],
+                      queues: Mapping[str, Collection[tuple[str, int]]] | None = None) -> None:
         """The interfaces on screen: their queue settings and IRQ affinities are read every
-        tick, the others' in rotation (nettop/collectors/settings_rotation.py). Any thread."""
+        tick, the others' in rotation (nettop/collectors/settings_rotation.py); with
+        `queues` (by interface, (kind as in the queue map, index)), only those of the rows
+        drawn, the rest of the interface in rotation too. Any thread."""
+        self._screen_queues = None if queues is None else {n: frozenset(q) for n, q in queues.items()}
         self._on_screen = frozenset(ifnames)
         self._watch_settings()
 
@@ -204,6 +209,7 @@ class LivePipeline:
         if not isinstance(reader, HostReader):
             return
         if self._on_screen is not None:
+            reader.screen_queues = self._screen_queues
             reader.on_screen = self._on_screen
         if reader.root.live and reader.settings_notices is None:
             from nettop.pipeline.notices import JournalWatch

@@ -15,7 +15,7 @@ caller has to probe with getattr.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping, Protocol
 
 from nettop.model.timeline import Event, Point, Timeline
 
@@ -87,7 +87,10 @@ class Source(Protocol):
     def paused(self, value: bool) -> None: ...
 
     def route_ifindexes(self) -> tuple[int, ...]: ...  # the default route's interfaces, first first
-    def show_settings(self, ifnames: Iterable[str]) -> None: ...  # on screen: their settings read every tick
+    # on screen: their settings read every tick; with `queues`, only those of the queue
+    # rows drawn (kind as in the queue map, index; by interface), the rest in rotation
+    def show_settings(self, ifnames: Iterable[str],
+                      queues: Mapping[str, Collection[tuple[str, int]]] | None = None) -> None: ...
     def session(self) -> SessionPath | None: ...  # the SSH session's path; None: console or replay
     def playback(self) -> Playback | None: ...  # a recording's controls; None: a live source
     def start(self, wake: Wake) -> None: ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping
 
 from nettop.record.series import open_recording
 from nettop.model.timeline import Event, Point, Timeline
@@ -137,7 +137,8 @@ class ReplaySource:
     def route_ifindexes(self) -> tuple[int, ...]:
         return ()  # the recording does not hold the routes: the summary's own order applies
 
-    def show_settings(self, ifnames: Iterable[str]) -> None:
+    def show_settings(self, ifnames: Iterable[str],
+                      queues: Mapping[str, Collection[tuple[str, int]]] | None = None) -> None:
         return None  # nothing is read: the settings are what the source holds
 
     def session(self) -> None:

@@ -8,7 +8,7 @@ every screenshot is the same on every machine: no real clock, hostname or CPU %.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Collection, Iterable, Mapping
 
 from nettop.collectors.session_path import SessionPath
 from nettop.doctor import DoctorConfig, Finding, evaluate_recent
@@ -58,6 +58,8 @@ class ScriptedSource:
         self.doctor: Watch | None = None  # a test may give it the live source's Watch
         self.probe_switch: ProbeSwitch | None = None  # the eBPF key says there are no probes
         self.prober: Prober | None = None
+        # the last `show_settings`: (interfaces, queue rows drawn by interface or None)
+        self.settings_shown: tuple[list[str], dict[str, set[tuple[str, int]]] | None] | None = None
 
     @property
     def doctor_config(self) -> DoctorConfig:
@@ -66,8 +68,11 @@ class ScriptedSource:
     def route_ifindexes(self) -> tuple[int, ...]:
         return self.routes
 
-    def show_settings(self, ifnames: Iterable[str]) -> None:
-        return None  # nothing is read: the settings are what the source holds
+    def show_settings(self, ifnames: Iterable[str],
+                      queues: Mapping[str, Collection[tuple[str, int]]] | None = None) -> None:
+        """Nothing is read (the settings are what the script holds); the call is kept, so
+        a test sees what the live view would have the reader read every tick."""
+        self.settings_shown = (list(ifnames), None if queues is None else {n: set(q) for n, q in queues.items()})
 
     def session(self) -> SessionPath | None:
         return self.session_path
