@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-import pytest
+from lab import run
 from stepped_clock import SteppedClock
 from test_settings_rotation import QUEUES, all_read_at, settings_opens, tree  # noqa: F401 (fixture)
 
@@ -141,6 +141,14 @@ def test_another_tools_change_shows_next_tick_on_a_drawn_row_and_within_the_peri
                 snap = reader.read()
                 assert _queue(snap, ifname, "rx", 1).read_at == snap.t_mono
             assert seen is not None and seen <= period + 0.5, seen
+            # queues that appear (channels changed by ethtool) are read at once, drawn or not
+            run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])
+            reader.read()
+            run(["ethtool", "-L", ifname, "rx", "4", "tx", "4"])
+            snap = reader.read()
+            for i in (2, 3):
+                q = _queue(snap, ifname, "rx", i)
+                assert (q.rps_cpus, q.read_at) == ("0", snap.t_mono)
     finally:
         for i, text in before.items():
             _write(f"{base}/rx-{i}/rps_cpus", text)
