@@ -363,6 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("persist", "apply"):
             from nettop.fleet.cli import run as run_fleet
             return run_fleet(args)
+        if args.command in ("serve", "record", "replay", None) or args.record:
+            from nettop.pipeline.gc_policy import for_long_runs
+            for_long_runs()  # the sampling modes: see pipeline/gc_policy.py
         if args.command == "serve":
             from nettop.serve.cli import run as run_serve
             return run_serve(args, _prober(args.serve_ping or args.ping, args.serve_ping_interval or args.ping_interval),
