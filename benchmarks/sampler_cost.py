@@ -53,10 +53,12 @@ def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list
             opened.append(path)
         return real_builtin_open(path, mode, *a, **kw)
 
-    def o(path, flags, *a, **kw):  # type: ignore[no-untyped-def]
-        if isinstance(path, str) and (flags & (os.O_WRONLY | os.O_RDWR)) == 0:
-            opened.append(path)
-        return real_open(path, flags, *a, **kw)
+    def o(path, flags, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        if isinstance(path, str) and (flags & (os.O_WRONLY | os.O_RDWR | os.O_DIRECTORY)) == 0:
+            # a file opened relative to a held directory fd (HeldDir) is recorded as that
+            # directory and the name, "DIR\0NAME", and opened so by the floor
+            opened.append(path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
+        return real_open(path, flags, *a, dir_fd=dir_fd, **kw)
 
     def ld(path="."):  # type: ignore[no-untyped-def]
         listed.append(path)
@@ -104,9 +106,17 @@ def _netlink_dump(msg_type: int, family_hdr: bytes) -> int:
 
 def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: bool) -> float:
     t = time.thread_time()
+    dirs: dict[str, int] = {}  # the directories held, opened once (in the measured time)
     for p in opened:
         try:
-            fd = os.open(p, os.O_RDONLY)
+            if "\0" in p:
+                d, name = p.split("\0")
+                dfd = dirs.get(d)
+                if dfd is None:
+                    dfd = dirs[d] = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+                fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
+            else:
+                fd = os.open(p, os.O_RDONLY)
         except OSError:
             continue
         try:
@@ -125,6 +135,8 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
             os.readlink(p)
         except OSError:
             pass
+    for dfd in dirs.values():
+        os.close(dfd)
     if netlink:
         _netlink_dump(18, struct.pack("=BxHiII", 0, 0, 0, 0, 0))  # RTM_GETLINK
         _netlink_dump(38, struct.pack("=BxxxiLLL", 0, 0, 0, 0, 0))  # RTM_GETQDISC

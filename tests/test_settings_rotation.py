@@ -32,9 +32,10 @@ def settings_opens(reader: HostReader) -> tuple[Snapshot, int]:
     opened: list[str] = []
     real = os.open
 
-    def counting(path, flags, *a, **kw):  # type: ignore[no-untyped-def]
-        opened.append(str(path))
-        return real(path, flags, *a, **kw)
+    def counting(path, flags, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        # a file opened relative to a held directory is named by that directory's path
+        opened.append(str(path) if dir_fd is None else f"{os.readlink(f'/proc/self/fd/{dir_fd}')}/{path}")
+        return real(path, flags, *a, dir_fd=dir_fd, **kw)
 
     os.open = counting  # type: ignore[assignment]
     try:
@@ -280,3 +281,28 @@ def test_each_interfaces_queues_are_listed_once_a_tick_and_a_new_queue_shows_the
     assert ("rx", 8) not in {(q.kind, q.index) for q in before.devices["eth1"].queues}
     got = {(q.kind, q.index): q for q in after.devices["eth1"].queues}
     assert got[("rx", 8)].rps_cpus == "00000003" and ("tx", 8) in got
+
+
+
+def test_a_held_queues_directory_replaced_under_the_same_path_is_read_anew(tmp_path):
+    """An interface removed and made again under the same name (the rotation keys its state
+    by ifindex too, but a device moved out of the namespace and back keeps both): the files
+    are read from the new directory, not reported missing through the old one."""
+    import shutil
+
+    from nettop.collectors.queue_config import QueueFiles, read_queues
+
+    root = SysRoot(str(tmp_path))
+    base = tmp_path / "sys" / "class" / "net" / "eth0" / "queues"
+    files = QueueFiles(root, "eth0")
+    try:
+        for mask in ("f", "f0"):
+            if base.exists():
+                shutil.rmtree(base)  # the held fd now names a removed directory
+            (base / "rx-0").mkdir(parents=True)
+            (base / "rx-0" / "rps_cpus").write_text(mask + "\n")
+            (base / "rx-0" / "rps_flow_cnt").write_text("0\n")
+            got, problems = read_queues(root, "eth0", [("rx", 0)], None, 1.0, files)
+            assert problems == [] and got[0].rps_cpus == mask
+    finally:
+        files.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import errno
 
-from nettop.collectors.queue_config import list_queues
+from nettop.collectors.queue_config import QueueFiles, list_queues
 from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import BqlState
@@ -42,32 +42,56 @@ def read_bql(root: SysRoot, ifname: str) -> tuple[tuple[BqlState, ...], list[Pro
     queues, problems = list_queues(root, ifname)
     tx = [i for kind, i in queues if kind == "tx"]
     out: list[BqlState] = []
-    for n, index in enumerate(tx):
-        state, absent = read_bql_queue(root, ifname, index, problems)
-        if absent and n == 0:
-            return (), problems
-        if state is not None:
-            out.append(state)
+    files = QueueFiles(root, ifname)
+    files.dir.begin()
+    try:
+        for n, index in enumerate(tx):
+            state, absent = read_bql_queue(root, ifname, index, problems, files=files)
+            if absent and n == 0:
+                return (), problems
+            if state is not None:
+                out.append(state)
+    finally:
+        files.close()
     return tuple(out), problems
 
 
 def read_bql_queue(root: SysRoot, ifname: str, index: int, problems: list[Problem],
-                   read_at: float | None = None) -> tuple[BqlState | None, bool]:
+                   read_at: float | None = None,
+                   files: QueueFiles | None = None) -> tuple[BqlState | None, bool]:
     """(BqlState of tx queue `index` stamped `read_at`, or None; True when it has no
     byte_queue_limits directory: the device has no BQL, or the queue went away since the
-    listing)."""
-    qdir = f"sys/class/net/{ifname}/queues/tx-{index}/byte_queue_limits/"
-    values: dict[str, str] = {}
-    for name in FIELDS:
-        try:
-            values[name] = root.read_line(qdir + name)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT and not values and not root.exists(qdir):
-                return None, True
-            problems.append(from_oserror("/" + qdir + name, exc))
-            return None, False
+    listing). `files`: the interface's held queues directory and last values (the
+    settings rotation's); four files whose bytes are those of the last read are not
+    parsed again."""
+    qf = QueueFiles(root, ifname) if files is None else files
+    held = qf.dir
+    if files is None:
+        held.begin()
+    sub = f"tx-{index}/byte_queue_limits/"
     try:
-        return parse_bql(index, values, read_at), False
-    except ValueError as exc:
-        problems.append(malformed("/" + qdir, f"{values} ({exc})"))
-        return None, False
+        got: list[bytes] = []
+        for name in FIELDS:
+            try:
+                got.append(held.read(sub + name))
+            except OSError as exc:
+                if exc.errno == errno.ENOENT and not got and not held.exists(sub):
+                    return None, True
+                problems.append(from_oserror(f"/sys/class/net/{ifname}/queues/{sub}{name}", exc))
+                return None, False
+        raw = tuple(got)
+        prev = qf.bql.get(index)
+        if prev is not None and prev[0] == raw:
+            p = prev[1]  # the same bytes: the same values, read again now
+            return BqlState(index, p.limit, p.limit_max, p.limit_min, p.inflight, read_at), False
+        values = {name: b.decode("latin-1").strip() for name, b in zip(FIELDS, raw)}
+        try:
+            state = parse_bql(index, values, read_at)
+        except ValueError as exc:
+            problems.append(malformed(f"/sys/class/net/{ifname}/queues/{sub}", f"{values} ({exc})"))
+            return None, False
+        qf.bql[index] = (raw, state)
+        return state, False
+    finally:
+        if files is None:
+            qf.close()

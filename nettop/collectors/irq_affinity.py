@@ -24,13 +24,13 @@ from __future__ import annotations
 import errno
 import os
 from functools import lru_cache
-from typing import Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from nettop.collectors.cpus import parse_cpu_list, parse_cpu_mask
 from nettop.collectors.numbers import MAX_NODES, signed_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import IrqAffinity
-from nettop.kernel.sysroot import SysRoot
+from nettop.kernel.sysroot import HeldDir, SysRoot
 
 # A file that is simply not provided: effective_affinity_list without
 # CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK, node without CONFIG_NUMA.
@@ -109,54 +109,104 @@ class ManagedCache:
         return hit[1]
 
 
+class IrqFiles:
+    """/proc/irq held open (HeldDir), and what each IRQ's four files gave last time: an
+    IRQ whose files hold the bytes of its last read is not parsed again, only stamped
+    anew (the settings rotation keeps one)."""
+
+    __slots__ = ("dir", "names", "last")
+
+    def __init__(self, root: SysRoot) -> None:
+        self.dir = HeldDir(root, "proc/irq")
+        self.names: dict[int, tuple[str, str, str, str]] = {}
+        # irq -> (the four files' bytes, (affinity, effective, hint, node) parsed of them)
+        self.last: dict[int, tuple[tuple[bytes | None, ...], tuple]] = {}
+
+    def forget(self, keep: Iterable[int]) -> None:
+        """Drop what is kept of the IRQs not in `keep`."""
+        keep = set(keep)
+        for d in (self.names, self.last):
+            for irq in [i for i in d if i not in keep]:
+                del d[irq]  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.dir.close()
+
+
 def read_irq_affinity(
     root: SysRoot, irqs: Iterable[int], managed: Callable[[int], bool | None] | None = None,
-    read_at: float | None = None,
+    read_at: float | None = None, files: IrqFiles | None = None,
 ) -> tuple[dict[int, IrqAffinity], list[Problem]]:
     """IrqAffinity of each IRQ in `irqs` that still exists (stamped `read_at`), plus what
     could not be read. `managed(irq)` says whether the IRQ is unmovable (a
-    `ManagedCache`), when given."""
+    `ManagedCache`), when given; `files`: the held /proc/irq and last values (the
+    settings rotation's)."""
     out: dict[int, IrqAffinity] = {}
     problems: list[Problem] = []
-    for irq in irqs:
-        base = f"proc/irq/{irq}/"
-        try:
-            text = root.read_line(base + "smp_affinity_list")
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                continue  # the IRQ vanished since it was mapped
-            problems.append(from_oserror("/" + base + "smp_affinity_list", exc))
-            affinity = None
-        else:
-            affinity = _parse(base + "smp_affinity_list", text, parse_affinity_list, problems)
-        out[irq] = IrqAffinity(
-            irq=irq,
-            affinity=affinity,
-            effective=_read(root, base + "effective_affinity_list", parse_affinity_list,
-                            problems),
-            hint=_read(root, base + "affinity_hint", parse_affinity_hint, problems),
-            node=_read(root, base + "node", parse_node, problems),
-            managed=managed(irq) if managed is not None else None,
-            read_at=read_at,
-        )
+    own = files is None
+    irqf = IrqFiles(root) if files is None else files
+    held = irqf.dir
+    held.begin()
+    names, last = irqf.names, irqf.last
+    try:
+        for irq in irqs:
+            n = names.get(irq)
+            if n is None:
+                n = names[irq] = (f"{irq}/smp_affinity_list", f"{irq}/effective_affinity_list",
+                                  f"{irq}/affinity_hint", f"{irq}/node")
+            told = len(problems)
+            try:
+                first: bytes | None = held.read(n[0])
+            except OSError as exc:
+                if exc.errno == errno.ENOENT:
+                    continue  # the IRQ vanished since it was mapped
+                problems.append(from_oserror(f"/proc/irq/{n[0]}", exc))
+                first = _FAILED
+            raw = (first, _bytes(held, n[1], problems), _bytes(held, n[2], problems),
+                   _bytes(held, n[3], problems))
+            prev = last.get(irq)
+            if prev is not None and prev[0] == raw:
+                parsed = prev[1]  # the same bytes: the same values, read again now
+            else:
+                parsed = (_parse(n[0], raw[0], parse_affinity_list, problems),
+                          _parse(n[1], raw[1], parse_affinity_list, problems),
+                          _parse(n[2], raw[2], parse_affinity_hint, problems),
+                          _parse(n[3], raw[3], parse_node, problems))
+                if len(problems) == told:  # a failure is told again at the next read
+                    last[irq] = (raw, parsed)
+            out[irq] = IrqAffinity(irq, parsed[0], parsed[1], parsed[2], parsed[3],
+                                   managed(irq) if managed is not None else None, read_at)
+    finally:
+        if own:
+            irqf.close()
     return out, problems
 
 
-def _read(root: SysRoot, rel: str, parse: Callable[[str], T | None],
-          problems: list[Problem]) -> T | None:
+class _Failed:
+    """A read that failed in a way worth telling: no value (and the IRQ's values are not
+    remembered, so the next read tells it again)."""
+
+
+_FAILED: Any = _Failed()
+
+
+def _bytes(held: HeldDir, name: str, problems: list[Problem]) -> bytes | None:
     try:
-        text = root.read_line(rel)
+        return held.read(name)
     except OSError as exc:
-        if exc.errno not in _ABSENT:
-            problems.append(from_oserror("/" + rel, exc))
-        return None
-    return _parse(rel, text, parse, problems)
+        if exc.errno in _ABSENT:
+            return None
+        problems.append(from_oserror(f"/proc/irq/{name}", exc))
+        return _FAILED
 
 
-def _parse(rel: str, text: str, parse: Callable[[str], T | None],
+def _parse(name: str, raw: bytes | None, parse: Callable[[str], T | None],
            problems: list[Problem]) -> T | None:
+    if type(raw) is not bytes:
+        return None
+    text = raw.decode("latin-1").strip()
     try:
         return parse(text)
     except ValueError as exc:
-        problems.append(malformed("/" + rel, f"{text[:60]!r} ({exc})"))
+        problems.append(malformed(f"/proc/irq/{name}", f"{text[:60]!r} ({exc})"))
         return None

@@ -20,11 +20,12 @@ from __future__ import annotations
 import errno
 import functools
 import re
+from typing import Any
 
 from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem, from_oserror
-from nettop.model.snapshot import QueueConfig
-from nettop.kernel.sysroot import SysRoot
+from nettop.model.snapshot import BqlState, QueueConfig
+from nettop.kernel.sysroot import HeldDir, SysRoot
 
 _QUEUE_DIR = re.compile(r"(rx|tx)-(\d{1,6})", re.ASCII)
 _NOT_THERE = frozenset({errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP})
@@ -96,49 +97,102 @@ def read_queue_config(
     return read_queues(root, ifname, queues, problems)
 
 
+class QueueFiles:
+    """One interface's `queues` directory held open, and what its files gave last time.
+
+    The settings rotation keeps one per interface (name and ifindex: a new ifindex is a
+    new device, so a new one): each file is opened relative to the held directory
+    (HeldDir), and a queue whose files hold the same bytes as at its last read is not
+    parsed again, only stamped anew. The names are formatted once per queue.
+    """
+
+    __slots__ = ("dir", "names", "cfg", "bql")
+
+    def __init__(self, root: SysRoot, ifname: str) -> None:
+        self.dir = HeldDir(root, f"sys/class/net/{ifname}/queues")
+        self.names: dict[tuple[str, int], tuple[str, str]] = {}
+        # (kind, index) -> (mask bytes, other bytes, the QueueConfig made of them)
+        self.cfg: dict[tuple[str, int], tuple[bytes | None, bytes | None, QueueConfig]] = {}
+        # tx index -> (the four files' bytes, the BqlState made of them)
+        self.bql: dict[int, tuple[tuple[bytes, ...], BqlState]] = {}
+
+    def close(self) -> None:
+        self.dir.close()
+
+
 def read_queues(
     root: SysRoot, ifname: str, queues: list[tuple[str, int]], problems: list[Problem] | None = None,
-    read_at: float | None = None,
+    read_at: float | None = None, files: QueueFiles | None = None,
 ) -> tuple[tuple[QueueConfig, ...], list[Problem]]:
     """The settings of the named queues of `ifname` only (the settings rotation reads a
-    few each tick, stamped `read_at`), failures summarized per file as in
-    `read_queue_config`."""
+    few each tick, stamped `read_at`, through its `files` of the interface), failures
+    summarized per file as in `read_queue_config`."""
     problems = [] if problems is None else problems
+    own = files is None
+    qf = QueueFiles(root, ifname) if files is None else files
     failed: _Failures = {}
     out = []
-    base = f"sys/class/net/{ifname}/queues/"
-    for kind, index in queues:
-        qdir = f"{base}{kind}-{index}/"
-        mask_file, other_file = _FILES[kind]
-        mask = _read(root, qdir + mask_file, mask_file, failed)
-        other = _read(root, qdir + other_file, other_file, failed)
-        if kind == "rx":
-            flow_cnt = None
-            if other is not None:
-                try:
-                    flow_cnt = decimal(other, 32)
-                except ValueError:
-                    problems.append(Problem(
-                        "/" + qdir + other_file,
-                        f"skipped a malformed value in /{qdir}{other_file}: {other[:40]!r}"))
-            out.append(QueueConfig("rx", index, mask, flow_cnt, None, None, read_at))
-        else:
-            out.append(QueueConfig("tx", index, None, None, mask, other, read_at))
+    held = qf.dir
+    held.begin()
+    names, last = qf.names, qf.cfg
+    try:
+        for q in queues:
+            kind, index = q
+            pair = names.get(q)
+            if pair is None:
+                mask_file, other_file = _FILES[kind]
+                pair = names[q] = (f"{kind}-{index}/{mask_file}", f"{kind}-{index}/{other_file}")
+            mask = _read(held, pair[0], failed)
+            other = _read(held, pair[1], failed)
+            prev = last.get(q)
+            if prev is not None and prev[0] == mask and prev[1] == other:
+                p = prev[2]  # the same bytes: the same values, read again now
+                out.append(QueueConfig(kind, index, p.rps_cpus, p.rps_flow_cnt, p.xps_cpus, p.xps_rxqs, read_at))
+                continue
+            mask_text = mask.decode("latin-1").strip() if type(mask) is bytes else None
+            other_text = other.decode("latin-1").strip() if type(other) is bytes else None
+            if kind == "rx":
+                flow_cnt = None
+                if other_text is not None:
+                    try:
+                        flow_cnt = decimal(other_text, 32)
+                    except ValueError:
+                        rel = f"/sys/class/net/{ifname}/queues/{pair[1]}"
+                        problems.append(Problem(rel, f"skipped a malformed value in {rel}: {other_text[:40]!r}"))
+                        other = _FAILED  # not remembered: parsed (and told) again next time
+                cfg = QueueConfig("rx", index, mask_text, flow_cnt, None, None, read_at)
+            else:
+                cfg = QueueConfig("tx", index, None, None, mask_text, other_text, read_at)
+            out.append(cfg)
+            if mask is not _FAILED and other is not _FAILED:
+                last[q] = (mask, other, cfg)
+    finally:
+        if own:
+            qf.close()
     for (fname, _), (first, exc, count) in failed.items():
-        problems.append(_summarize(ifname, fname, first, exc, count))
+        problems.append(_summarize(ifname, fname, f"/sys/class/net/{ifname}/queues/{first}", exc, count))
     return tuple(out), problems
 
 
-def _read(root: SysRoot, rel: str, fname: str, failed: _Failures) -> str | None:
+class _Failed:
+    """A read that failed in a way worth telling: no value, and never remembered as "the
+    same bytes as last time", so the next read parses (and tells) again."""
+
+
+_FAILED: Any = _Failed()
+
+
+def _read(held: HeldDir, name: str, failed: _Failures) -> bytes | None:
     try:
-        return root.read_line(rel)
+        return held.read(name)
     except OSError as exc:
         if exc.errno in _NOT_THERE:
             return None
+        fname = name.rsplit("/", 1)[1]
         key = (fname, exc.errno or 0)
-        first, first_exc, count = failed.get(key, ("/" + rel, exc, 0))
+        first, first_exc, count = failed.get(key, (name, exc, 0))
         failed[key] = (first, first_exc, count + 1)
-        return None
+        return _FAILED
 
 
 def _summarize(ifname: str, fname: str, first: str, exc: OSError, count: int) -> Problem:

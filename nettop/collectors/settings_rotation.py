@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Generic, Iterable, Mapping, TypeVar
 
 from nettop.collectors.bql import FIELDS as BQL_FILES, read_bql_queue
-from nettop.collectors.irq_affinity import read_irq_affinity
-from nettop.collectors.queue_config import QueueListings, list_queues, read_queues
+from nettop.collectors.irq_affinity import IrqFiles, read_irq_affinity
+from nettop.collectors.queue_config import QueueFiles, QueueListings, list_queues, read_queues
 from nettop.model.problems import Problem
 from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
 from nettop.kernel.sysroot import SysRoot
@@ -83,9 +83,12 @@ class _Entry(Generic[V]):
 
 
 class _Iface:
-    __slots__ = ("cfg", "bql", "has_bql", "problems", "out", "items")
+    __slots__ = ("files", "cfg", "bql", "has_bql", "problems", "out", "items")
 
-    def __init__(self) -> None:
+    def __init__(self, root: SysRoot, name: str) -> None:
+        # its queues directory held open, and its files' last bytes: one fd per interface,
+        # made anew with the state when the name's ifindex changes (a new device)
+        self.files = QueueFiles(root, name)
         self.cfg: dict[tuple[str, int], _Entry[QueueConfig]] = {}
         self.bql: dict[int, _Entry[BqlState]] = {}
         self.has_bql: bool | None = None  # None: not known yet
@@ -108,6 +111,7 @@ class SettingsRotation:
         self._period = period_s  # the last tick's (see `period`)
         self._ifaces: dict[tuple[str, int], _Iface] = {}
         self._aff: dict[int, _Entry] = {}
+        self._irq_files = IrqFiles(root)
         self._aff_problems: dict[int, list[Problem]] = {}
         self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
         self._last_t: float | None = None
@@ -151,12 +155,17 @@ class SettingsRotation:
         now: dict[str, list[tuple[str, int]]] = {}
         present: dict[Key, int] = {}  # rotating item -> its cost in files
         if self._ifaces.keys() - {(n, i) for n, i in links.items()}:
+            for k, v in self._ifaces.items():
+                if links.get(k[0]) != k[1]:
+                    v.files.close()
             self._ifaces = {k: v for k, v in self._ifaces.items() if links.get(k[0]) == k[1]}
         for name, ifindex in links.items():
             queues, probs = list_queues(root, name, listings)
             problems.extend(probs)
             listing[name] = queues
-            st = self._ifaces.setdefault((name, ifindex), _Iface())
+            st = self._ifaces.get((name, ifindex))
+            if st is None:
+                st = self._ifaces[(name, ifindex)] = _Iface(root, name)
             shown: frozenset[tuple[str, int]] = _NO_QUEUES
             if name in dirty_ifs or on_screen(name) and screen_queues is None:
                 now[name] = list(queues)
@@ -211,7 +220,7 @@ class SettingsRotation:
             if due:
                 files += self._read_queues(t, name, links[name], due, listing[name])
         if irq_now:
-            got, probs = read_irq_affinity(root, sorted(irq_now), managed, t)
+            got, probs = read_irq_affinity(root, sorted(irq_now), managed, t, self._irq_files)
             files += IRQ_FILES * len(irq_now)
             for i in irq_now:
                 order.pop(("irq", i), None)
@@ -226,6 +235,8 @@ class SettingsRotation:
             if i not in wanted:
                 del self._aff[i]
                 self._aff_problems.pop(i, None)
+        if len(self._irq_files.last) > len(wanted):
+            self._irq_files.forget(wanted)
 
         queues_out: dict[str, tuple[QueueConfig, ...]] = {}
         bql_out: dict[str, tuple[BqlState, ...]] = {}
@@ -249,7 +260,7 @@ class SettingsRotation:
         st = self._ifaces[(name, ifindex)]
         st.out = None  # values change: what it gives out is made again
         probs: list[Problem] = []
-        cfgs, _ = read_queues(self.root, name, due, probs, t)
+        cfgs, _ = read_queues(self.root, name, due, probs, t, st.files)
         files = QUEUE_FILES * len(due)
         keep = set(listed)
         if len(st.cfg) > len(keep):
@@ -263,7 +274,7 @@ class SettingsRotation:
         for kind, index in due:
             if kind != "tx" or (st.has_bql is False and index != first_tx):
                 continue
-            state, absent = read_bql_queue(self.root, name, index, probs, t)
+            state, absent = read_bql_queue(self.root, name, index, probs, t, st.files)
             files += 1 if absent else len(BQL_FILES)
             if absent and index == first_tx:
                 st.has_bql, st.bql = False, {}

@@ -89,4 +89,93 @@ def _is_root(path: str) -> bool:
     return os.path.realpath(path) == "/"
 
 
+_FILE = os.O_RDONLY | os.O_CLOEXEC
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+class HeldDir:
+    """A directory under a root held open, its files opened by name relative to it.
+
+    Opening "rx-5/rps_cpus" at a held fd of /sys/class/net/IF/queues walks two path
+    components; the full path walks eight, one of them a symlink into /sys/devices/...
+    (on this machine's sysfs ~30 % of a settings file's cost: benchmarks/settings_files.py).
+    One fd per directory, not per file. The directory may go and come back under the same
+    path (an interface removed and re-created, moved between namespaces, a driver reload):
+    when a file is not found through the held fd, the path is looked up once (at most once
+    per `begin`, a read pass) and, if it names another directory now (device and inode),
+    that one is held and the file looked up again there; so a file that is really absent
+    costs one stat per pass, not one per file. Not thread-safe; `close` when done (also
+    closed when dropped).
+    """
+
+    __slots__ = ("path", "_fd", "_id", "_checked", "_error")
+
+    def __init__(self, root: SysRoot, rel: str) -> None:
+        self.path = root.join(rel)
+        self._fd = -1
+        self._id = (0, 0)  # (st_dev, st_ino) of the held directory
+        self._checked = False  # the path was looked up in this pass
+        self._error: OSError | None = None  # why it could not be opened in this pass
+
+    def begin(self) -> None:
+        """Start a read pass: a missing file may re-open the directory once again."""
+        self._checked = False
+        self._error = None
+
+    def read(self, name: str) -> bytes:
+        """Bytes of the file `name` (relative to the directory; one read of up to 64 KiB,
+        what a sysfs/procfs attribute gives); raises OSError as the kernel reports it."""
+        try:
+            fd = os.open(name, _FILE, dir_fd=self._fd if self._fd >= 0 else self._open())
+        except FileNotFoundError:
+            if self._checked or not self._replaced():
+                raise
+            fd = os.open(name, _FILE, dir_fd=self._fd)
+        try:
+            return os.read(fd, 65536)
+        finally:
+            os.close(fd)
+
+    def exists(self, name: str) -> bool:
+        """Whether `name` is there relative to the directory (after a `read` of this pass)."""
+        try:
+            os.stat(name, dir_fd=self._fd if self._fd >= 0 else self._open())
+        except OSError:
+            return False
+        return True
+
+    def _open(self) -> int:
+        if self._error is not None:
+            raise self._error
+        try:
+            fd = os.open(self.path, _DIR)
+        except OSError as exc:
+            self._checked, self._error = True, exc
+            raise
+        st = os.fstat(fd)
+        self._fd, self._id = fd, (st.st_dev, st.st_ino)
+        return fd
+
+    def _replaced(self) -> bool:
+        """Whether the path names another directory than the held one now (then held)."""
+        self._checked = True
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) == self._id:
+            return False
+        self.close()
+        self._open()
+        return True
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
 LIVE = SysRoot("/")
