@@ -81,7 +81,8 @@ def test_off_screen_settings_cost_a_tenth_per_tick_and_all_are_reread_within_the
 def test_a_host_with_more_files_than_the_rate_allows_rotates_over_a_longer_stated_period(tree):
     """768 files at 32 a second: 24 s, not 10 (a 4 x 128-queue host's 6,100 files at the
     default 256 a second give 24 s too); every value is still re-read within it."""
-    everything = QUEUES * 2 + QUEUES * 6 + QUEUES * 4
+    # (+ 1: the mapped IRQ without a /proc/irq directory rotates too, at one failed open)
+    everything = QUEUES * 2 + QUEUES * 6 + QUEUES * 4 + 1
     with HostReader(SysRoot(str(tree)), clock=SteppedClock(start=1000.0), settings_files_per_s=32) as reader:
         settings_opens(reader)
         counts, oldest = [], 0.0
@@ -282,6 +283,46 @@ def test_each_interfaces_queues_are_listed_once_a_tick_and_a_new_queue_shows_the
     got = {(q.kind, q.index): q for q in after.devices["eth1"].queues}
     assert got[("rx", 8)].rps_cpus == "00000003" and ("tx", 8) in got
 
+
+def _irq_files(tmp_path, irq: int, cpus: str) -> None:
+    d = tmp_path / "proc" / "irq" / str(irq)
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in (("smp_affinity_list", cpus), ("effective_affinity_list", cpus.split("-")[0]),
+                       ("affinity_hint", "0"), ("node", "0")):
+        (d / name).write_text(text + "\n")
+
+
+def test_an_irq_without_a_proc_irq_directory_counts_as_read_and_is_tried_again_at_the_rotations_pace(tmp_path):
+    """GIVEN 20 IRQs with a /proc/irq/N and one (99) without, all off screen, a 10 s period;
+    WHEN ticks pass a second apart; THEN 99's directory is tried once at first and then at
+    the rotation's pace, not every tick; and once it appears it shows within the period."""
+    from nettop.collectors.settings_rotation import SettingsRotation
+
+    irqs = list(range(40, 60)) + [99]
+    for i in irqs[:-1]:
+        _irq_files(tmp_path, i, "0-3")
+    rot = SettingsRotation(SysRoot(str(tmp_path)), 10.0, 256)
+    tries: list[float] = []
+    real = os.open
+
+    def counting(path, flags, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        if str(path).startswith("99/"):
+            tries.append(t)
+        return real(path, flags, *a, dir_fd=dir_fd, **kw)
+
+    os.open = counting  # type: ignore[assignment]
+    try:
+        for t in range(1000, 1025):
+            got = rot.read(float(t), {}, lambda name: False, (), irqs)
+            assert 99 not in got.affinity and len(got.affinity) == 20
+        assert tries[0] == 1000 and 2 <= len(tries) <= 4, tries  # not 25
+        assert all(b - a >= 5 for a, b in zip(tries, tries[1:])), tries
+        _irq_files(tmp_path, 99, "5")
+        for t in range(1025, 1036):
+            got = rot.read(float(t), {}, lambda name: False, (), irqs)
+    finally:
+        os.open = real  # type: ignore[assignment]
+    assert got.affinity[99].affinity == (5,) and 1025 <= got.affinity[99].read_at <= 1035
 
 
 def test_a_held_queues_directory_replaced_under_the_same_path_is_read_anew(tmp_path):

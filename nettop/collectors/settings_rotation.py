@@ -17,7 +17,10 @@ reading all of them every tick was most of the sampler's opens on a big host. So
   `period()` says which applies; the screen shows each value's age either way;
 - a queue or IRQ seen for the first time (a new interface, `ethtool -L`, a NIC reset) is
   read at once, and so is anything `notice` names: the pipeline calls it when nettop's
-  own journal says a change was made, so nettop's changes show on the next tick.
+  own journal says a change was made, so nettop's changes show on the next tick;
+- an IRQ without a /proc/irq/N (a captured tree without /proc/irq, a generated tree's
+  async IRQ, an IRQ that went) counts as read: its absence is as of the tick that found
+  it, and it is tried again in rotation (one failed open), not every tick.
 
 Each value keeps the monotonic time of the tick that read it (`read_at`, equal to the
 snapshot's `t_mono` when read this tick), so the screen and the JSON can say how old a
@@ -111,6 +114,9 @@ class SettingsRotation:
         self._period = period_s  # the last tick's (see `period`)
         self._ifaces: dict[tuple[str, int], _Iface] = {}
         self._aff: dict[int, _Entry] = {}
+        # IRQs without a /proc/irq/N (a capture without /proc/irq, an IRQ that went) ->
+        # when that was found: read again at the rotation's pace, not every tick
+        self._missing: dict[int, float] = {}
         self._irq_files = IrqFiles(root)
         self._aff_problems: dict[int, list[Problem]] = {}
         self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
@@ -187,9 +193,10 @@ class SettingsRotation:
             present.update(items)
         wanted = set(irqs)
         screen = set(screen_irqs) & wanted | (dirty_irqs & wanted)
-        irq_now = {i for i in wanted if i in screen or i not in self._aff}
+        missing = self._missing
+        irq_now = {i for i in wanted if i in screen or i not in self._aff and i not in missing}
         for i in wanted - irq_now:
-            present[("irq", i)] = IRQ_FILES
+            present[("irq", i)] = 1 if i in missing else IRQ_FILES
 
         # the rotation: oldest first, a share of the whole per tick, plus anything that
         # would pass the period before the next tick
@@ -221,21 +228,26 @@ class SettingsRotation:
                 files += self._read_queues(t, name, links[name], due, listing[name])
         if irq_now:
             got, probs = read_irq_affinity(root, sorted(irq_now), managed, t, self._irq_files)
-            files += IRQ_FILES * len(irq_now)
+            files += IRQ_FILES * len(got) + len(irq_now) - len(got)  # a missing one: one open
             for i in irq_now:
                 order.pop(("irq", i), None)
                 a = got.get(i)
-                if a is None:
+                if a is None:  # no /proc/irq/N: counts as read, its absence as of now
                     self._aff.pop(i, None)
+                    self._aff_problems.pop(i, None)
+                    missing[i] = t
+                    order[("irq", i)] = t
                     continue
+                missing.pop(i, None)
                 self._aff[i] = _Entry(a, t)
                 self._aff_problems[i] = [p for p in probs if f"/irq/{i}/" in p.source]
                 order[("irq", i)] = t
-        for i in list(self._aff):
-            if i not in wanted:
+        if len(self._aff) + len(missing) > len(wanted):
+            for i in [i for i in self._aff if i not in wanted]:
                 del self._aff[i]
                 self._aff_problems.pop(i, None)
-        if len(self._irq_files.last) > len(wanted):
+            for i in [i for i in missing if i not in wanted]:
+                del missing[i]
             self._irq_files.forget(wanted)
 
         queues_out: dict[str, tuple[QueueConfig, ...]] = {}
