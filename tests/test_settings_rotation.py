@@ -347,3 +347,27 @@ def test_a_held_queues_directory_replaced_under_the_same_path_is_read_anew(tmp_p
             assert problems == [] and got[0].rps_cpus == mask
     finally:
         files.close()
+
+
+def test_a_veth_made_again_under_the_same_name_is_read_through_the_held_directory(veth_lab):
+    """On the real kernel: the held fd of a removed device's queues directory finds nothing
+    (kernfs), and the directory of the device made again under the name is held instead."""
+    from nettop.collectors.queue_config import QueueFiles, read_queues
+
+    name = veth_lab.host_if
+    files = QueueFiles(LIVE, name)
+    try:
+        got, problems = read_queues(LIVE, name, [("rx", 0), ("tx", 0)], None, 1.0, files)
+        assert problems == [] and got[0].rps_cpus is not None and got[1].xps_cpus is not None
+        run(["ip", "link", "del", name])
+        try:
+            run(["ip", "link", "add", name, "numtxqueues", "2", "numrxqueues", "2",
+                 "type", "veth", "peer", "name", name[:-1] + "p"])
+            _tee(f"/sys/class/net/{name}/queues/rx-1/rps_cpus", "1")
+            got, problems = read_queues(LIVE, name, [("rx", 1), ("tx", 1)], None, 2.0, files)
+            assert problems == [] and int(got[0].rps_cpus.replace(",", ""), 16) == 1
+            assert got[1].xps_cpus is not None
+        finally:
+            run(["ip", "link", "del", name], check=False)
+    finally:
+        files.close()

@@ -124,10 +124,9 @@ class IrqFiles:
 
     def forget(self, keep: Iterable[int]) -> None:
         """Drop what is kept of the IRQs not in `keep`."""
-        keep = set(keep)
-        for d in (self.names, self.last):
-            for irq in [i for i in d if i not in keep]:
-                del d[irq]  # type: ignore[attr-defined]
+        wanted = set(keep)
+        self.names = {i: n for i, n in self.names.items() if i in wanted}
+        self.last = {i: v for i, v in self.last.items() if i in wanted}
 
     def close(self) -> None:
         self.dir.close()

@@ -278,6 +278,11 @@ class SettingsRotation:
         if len(st.cfg) > len(keep):
             st.cfg = {q: c for q, c in st.cfg.items() if q in keep}
             st.bql = {i: b for i, b in st.bql.items() if ("tx", i) in keep}
+        qf = st.files
+        if len(qf.names) > len(keep):  # the queues gone (ethtool -L): their last bytes too
+            qf.names = {q: n for q, n in qf.names.items() if q in keep}
+            qf.cfg = {q: c for q, c in qf.cfg.items() if q in keep}
+            qf.bql = {i: b for i, b in qf.bql.items() if ("tx", i) in keep}
         for c in cfgs:
             st.cfg[(c.kind, c.index)] = _Entry(c, t)
             self._order.pop(("q", name, ifindex, c.kind, c.index), None)

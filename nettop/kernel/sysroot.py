@@ -175,7 +175,10 @@ class HeldDir:
             os.close(fd)
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:  # at interpreter exit `os` may be gone: the fd goes with the process
+            pass
 
 
 LIVE = SysRoot("/")
