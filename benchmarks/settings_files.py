@@ -95,7 +95,7 @@ def rotation_cost(root: SysRoot, ticks: int = 40) -> None:
             got.append((time.thread_time() - t, out.files))
             return out
 
-        rot.read = timed  # type: ignore[method-assign]
+        rot.read = timed
         for _ in range(3):
             reader.read()
         got.clear()
