@@ -371,3 +371,28 @@ def test_a_veth_made_again_under_the_same_name_is_read_through_the_held_director
             run(["ip", "link", "del", name], check=False)
     finally:
         files.close()
+
+
+def test_closing_the_reader_closes_the_held_settings_directories(tmp_path):
+    """HostReader.close() lets go of every directory the settings rotation holds (one per
+    interface's queues, one for /proc/irq): a program that opens and closes readers
+    (tests, `nettop snapshot` over many captures) must not collect descriptors."""
+    tree = generate_tree(tmp_path / "t", cpus=16, irqs=60, queues=8, nics=2)
+
+    def held() -> list[str]:
+        out = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(str(tree)) and os.path.isdir(target):
+                out.append(target)
+        return out
+
+    reader = HostReader(SysRoot(str(tree)), clock=SteppedClock(1.0))
+    for _ in range(3):
+        reader.read()
+    assert any(p.endswith("/queues") for p in held()) and any(p.endswith("/proc/irq") for p in held())
+    reader.close()
+    assert held() == []

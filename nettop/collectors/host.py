@@ -130,6 +130,7 @@ class HostReader:
         self._nl = self._rtnl = self._ethtool = None
         self._tuning.close()
         self._irq_sysfs.close()
+        self._settings.close()
 
     def __enter__(self) -> HostReader:
         return self

@@ -130,6 +130,14 @@ class SettingsRotation:
         tick: `period_s`, longer on a host with more files than `files_per_s` allows."""
         return self._period
 
+    def close(self) -> None:
+        """Close the held directories (one per interface, one for /proc/irq); a later
+        `read` opens them again."""
+        with self._lock:
+            for st in self._ifaces.values():
+                st.files.close()
+            self._irq_files.close()
+
     def notice(self, ifnames: Iterable[str] = (), irqs: Iterable[int] = ()) -> None:
         """Read these interfaces' queue settings and these IRQs' affinity on the next tick
         whether on screen or not (nettop changed them). Any thread."""
