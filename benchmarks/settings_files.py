@@ -36,22 +36,14 @@ import lab  # noqa: E402  (tests/lab.py)
 FLAGS = os.O_RDONLY | os.O_CLOEXEC
 
 
-def per_file_full(paths: list[str]) -> float:
+def per_file(paths: list[str], dir_fd: int | None = None) -> float:
+    """CPU seconds per open+read+close of each path (relative to `dir_fd` when given)."""
     t = time.thread_time()
     for p in paths:
-        fd = os.open(p, FLAGS)
+        fd = os.open(p, FLAGS, dir_fd=dir_fd)
         os.read(fd, 4096)
         os.close(fd)
     return (time.thread_time() - t) / len(paths)
-
-
-def per_file_at(dir_fd: int, names: list[str]) -> float:
-    t = time.thread_time()
-    for n in names:
-        fd = os.open(n, FLAGS, dir_fd=dir_fd)
-        os.read(fd, 4096)
-        os.close(fd)
-    return (time.thread_time() - t) / len(names)
 
 
 def per_file_layers(root: SysRoot, rels: list[str]) -> float:
@@ -68,8 +60,8 @@ def compare(label: str, dir_path: str, names: list[str], rounds: int, root: SysR
     try:
         a, b, c = [], [], []
         for _ in range(rounds):  # alternating, so drift in the machine's load hits all three
-            a.append(per_file_full(full))
-            b.append(per_file_at(dir_fd, names))
+            a.append(per_file(full))
+            b.append(per_file(names, dir_fd))
             c.append(per_file_layers(root, rels))
     finally:
         os.close(dir_fd)
