@@ -1,4 +1,4 @@
-"""Rows made column by column (nettop/collectors/rows.py) are the objects the class's own
+"""Rows made column by column (nettop/model/rows.py) are the objects the class's own
 `__init__` makes: equal, same fields, same hash and repr, still frozen; a class whose
 `__init__` may do more than set its fields is called row by row, its checks kept."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nettop.collectors.rows import _setters, build
+from nettop.model.rows import _setters, build
 from nettop.model.snapshot import CpuTimes, SoftnetRow
 
 _U64 = st.integers(0, (1 << 64) - 1)
