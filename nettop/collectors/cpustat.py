@@ -13,11 +13,16 @@ wider number is corrupt, and a CPU with two lines is inconsistent; each is a Pro
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import decimal, is_decimal
-from nettop.collectors.rows import build
 from nettop.collectors.unchanged import LastAnswer
+from nettop.model.counts import numpy
+from nettop.model.cpu_columns import ARRAYS_FROM
+from nettop.model.cpu_table import CpuTable
 from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.rows import build
 from nettop.model.snapshot import CpuTimes
 from nettop.kernel.sysroot import SysRoot
 
@@ -27,11 +32,13 @@ _NCOLUMNS = 10
 
 _U64 = 1 << 64
 _SAFE_DIGITS = 19  # any run of at most 19 ASCII digits is below 2**64
+_INT64_DIGITS = 18  # ... and of at most 18 below 2**63: an int64 column holds it
 PERCENT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
-def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
-    """Per-CPU times from /proc/stat text, keyed by CPU id (the aggregate line is skipped)."""
+def parse_stat(text: str) -> tuple[Mapping[int, CpuTimes], list[Problem]]:
+    """Per-CPU times from /proc/stat text, keyed by CPU id (the aggregate line is skipped):
+    a `CpuTable` from ARRAYS_FROM CPUs when every line is plainly valid, else a dict."""
     end = text.find("\nintr")
     head = text if end < 0 else text[:end]
     fast = _plainly_valid(head)
@@ -83,11 +90,13 @@ def parse_stat(text: str) -> tuple[dict[int, CpuTimes], list[Problem]]:
 _STAT_CHARS = b"cpu0123456789 \n"
 
 
-def _plainly_valid(head: str) -> dict[int, CpuTimes] | None:
+def _plainly_valid(head: str) -> Mapping[int, CpuTimes] | None:
     """The cpuN lines of a /proc/stat head as a current kernel prints them (the sum line,
     then one line of 10 counters per CPU, each at most 19 digits, no CPU twice), checked
     and converted with C-level calls over the whole block: 1,024 lines cost what 30 did
-    line by line. None for anything else, which the line-by-line parser judges."""
+    line by line. From ARRAYS_FROM CPUs, with every number within 18 digits (int64),
+    they are one array (`CpuTable`), parsed by numpy in one call; the rows are made if
+    someone asks for one. None for anything else, which the line-by-line parser judges."""
     if head.encode("latin-1", "replace").translate(None, _STAT_CHARS):
         return None
     tokens = head.split()
@@ -103,18 +112,25 @@ def _plainly_valid(head: str) -> dict[int, CpuTimes] | None:
             and names.count(" cpu") == lines - 1):
         return None
     ids = names.replace(" cpu", " ").split()
-    if len(ids) != lines - 1 or not "".join(ids).isdigit() or max(map(len, ids)) > 5 \
-            or max(map(len, tokens)) > _SAFE_DIGITS:
+    longest = max(map(len, tokens))
+    if len(ids) != lines - 1 or not "".join(ids).isdigit() or max(map(len, ids)) > 5 or longest > _SAFE_DIGITS:
         return None
     cpus = list(map(int, ids))
     if len(set(cpus)) != len(cpus) or max(cpus) >= MAX_CPUS:
         return None
+    if len(cpus) >= ARRAYS_FROM and longest <= _INT64_DIGITS:
+        np = numpy()
+        # the cpuN lines with "cpu" blanked are only decimal numbers: the id, then its counters
+        values = np.fromstring(head[head.index("\n") + 1:].replace("cpu", " "), dtype=np.int64, sep=" ")
+        if values.size == len(cpus) * width:
+            values.shape = (len(cpus), width)
+            return CpuTable(CpuTimes, values)
     cols = [list(map(int, tokens[width + k::width])) for k in range(1, width)]
     return dict(zip(cpus, build(CpuTimes, cpus, *cols)))  # CpuTimes(c, *row) for each line
 
 
 def read_stat(root: SysRoot, last: LastAnswer[CpuTimes] | None = None
-              ) -> tuple[dict[int, CpuTimes], list[Problem]]:
+              ) -> tuple[Mapping[int, CpuTimes], list[Problem]]:
     """Read and parse /proc/stat under `root`; with `last` (the caller's, kept across
     ticks), CPU lines equal to the last tick's give its rows again (`unchanged.py`)."""
     try:

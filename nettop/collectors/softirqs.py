@@ -13,12 +13,16 @@ either is a Problem and the rows are not shown (see docs/bad-input.md).
 from __future__ import annotations
 
 import functools
+from typing import Mapping
 
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import is_decimal
-from nettop.collectors.rows import build
 from nettop.collectors.unchanged import LastAnswer
+from nettop.model.counts import numpy
+from nettop.model.cpu_columns import ARRAYS_FROM
+from nettop.model.cpu_table import CpuTable
 from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.rows import build
 from nettop.model.snapshot import SoftirqCounts
 from nettop.kernel.sysroot import SysRoot
 
@@ -27,8 +31,10 @@ _SRC = "/proc/softirqs"
 _U32 = 0xFFFFFFFF
 
 
-def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
-    """NET_RX and NET_TX counts per CPU id from /proc/softirqs text."""
+def parse_softirqs(text: str) -> tuple[Mapping[int, SoftirqCounts], list[Problem]]:
+    """NET_RX and NET_TX counts per CPU id from /proc/softirqs text: from ARRAYS_FROM
+    CPUs the columns as they are (`CpuTable`: the rows are made if someone asks), below
+    that a dict."""
     problems: list[Problem] = []
     lines = text.split("\n")
     cpus: tuple[int, ...] = ()
@@ -82,6 +88,9 @@ def parse_softirqs(text: str) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
                                           "network softirqs per CPU are not shown"))
         return {}, problems
     rx, tx = rows["NET_RX"], rows["NET_TX"]
+    if len(cpus) >= ARRAYS_FROM:  # every count is checked within 32 bits above
+        np = numpy()
+        return CpuTable(SoftirqCounts, np.array((cpus, rx, tx), np.int64).T.copy()), problems
     out = dict(zip(cpus, build(SoftirqCounts, cpus, rx, tx)))
     return out, problems
 
@@ -94,7 +103,7 @@ def _header_cpus(line: str) -> tuple[int, ...]:
 
 
 def read_softirqs(root: SysRoot, last: LastAnswer[SoftirqCounts] | None = None
-                  ) -> tuple[dict[int, SoftirqCounts], list[Problem]]:
+                  ) -> tuple[Mapping[int, SoftirqCounts], list[Problem]]:
     """Read and parse /proc/softirqs under `root`; with `last` (the caller's, kept across
     ticks), a text equal to the last tick's gives its rows again (`unchanged.py`)."""
     try:

@@ -25,13 +25,16 @@ printed twice, are Problems (docs/bad-input.md).
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from nettop.collectors.cpus import MAX_CPUS
 from nettop.collectors.numbers import hexadecimal
-from nettop.collectors.rows import build
 from nettop.collectors.unchanged import LastAnswer
+from nettop.model.counts import numpy
+from nettop.model.cpu_columns import ARRAYS_FROM
+from nettop.model.cpu_table import CpuTable
 from nettop.model.problems import Problem, from_oserror, malformed
+from nettop.model.rows import build
 from nettop.model.snapshot import SoftnetRow
 from nettop.kernel.sysroot import SysRoot
 
@@ -47,15 +50,20 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 def parse_softnet(
     text: str, online_cpus: tuple[int, ...] | None = None
-) -> tuple[dict[int, SoftnetRow], list[Problem]]:
+) -> tuple[Mapping[int, SoftnetRow], list[Problem]]:
     """Softnet counters per CPU id from /proc/net/softnet_stat text.
 
     `online_cpus` (ascending, as read at the same tick) maps lines of kernels that do
     not print the CPU id; without it line i is taken to be CPU i. A malformed line is
-    skipped, but still occupies its CPU's position.
+    skipped, but still occupies its CPU's position. From ARRAYS_FROM CPUs, a file as a
+    current kernel prints it is its columns as they are (`CpuTable`: the rows are made
+    if someone asks); anything else is a dict.
     """
     problems: list[Problem] = []
     rows: list[Sequence[int] | None] = []
+    table = _as_table(text)
+    if table is not None:
+        return table, problems
     fast = _plainly_valid(text)
     if fast is not None and len(fast) > _CPU:
         ids = fast[_CPU]
@@ -103,22 +111,56 @@ def parse_softnet(
 _HEX_WS = b"0123456789abcdefABCDEF \n"
 
 
-def _plainly_valid(text: str) -> list[list[int]] | None:
-    """The wanted columns (`_WANTED`, those a line has) of a file as the kernel prints it
-    (every field "%08x", one space between, every line alike), checked and converted with
-    whole-file C-level calls: 1,024 lines cost what 30 did line by line. None for
-    anything else, which the line-by-line parser then judges and explains."""
+def _fields_a_line(text: str) -> int | None:
+    """The fields a line of a file as the kernel prints it (every field "%08x", one space
+    between, every line alike), checked with whole-file C-level calls; None for anything
+    else, which the line-by-line parser then judges and explains."""
     if text.encode("latin-1", "replace").translate(None, _HEX_WS):
         return None  # a character that is neither a hex digit nor a separator
-    tokens = text.split()
     lines = text.count("\n")
-    n = len(tokens) // lines if lines else 0
+    n = len(text) // (9 * lines) if lines else 0
     # fixed width: each line is n fields of exactly 8 digits, each followed by one
-    # separator, so the file is n * 9 characters a line and every 9th is a separator
-    if n < _MIN_COLUMNS or len(tokens) != n * lines or len(text) != 9 * n * lines \
+    # separator, so the file is n * 9 characters a line, every 9th is a separator, the
+    # last of each line a newline, and there are no other separators (no blank inside a
+    # field: as many separators as fields)
+    if n < _MIN_COLUMNS or len(text) != 9 * n * lines or text.count(" ") + lines != n * lines \
             or text[8::9].replace(" ", "").replace("\n", "") or text[9 * n - 1::9 * n].replace("\n", ""):
         return None
+    return n
+
+
+def _plainly_valid(text: str) -> list[list[int]] | None:
+    """The wanted columns (`_WANTED`, those a line has) of a file as the kernel prints it
+    (`_fields_a_line`), converted with whole-file C-level calls: 1,024 lines cost what 30
+    did line by line. None for anything else."""
+    n = _fields_a_line(text)
+    if n is None:
+        return None
+    tokens = text.split()
     return [list(map(int, tokens[i::n], itertools.repeat(16))) for i in _WANTED if i < n]
+
+
+# SoftnetRow's fields from a line: cpu (printed), then processed ... backlog (_WANTED)
+_TABLE_COLUMNS = [_WANTED[_CPU], *_WANTED[:_CPU]]
+
+
+def _as_table(text: str) -> CpuTable[SoftnetRow] | None:
+    """`_plainly_valid`'s rows of a file of ARRAYS_FROM lines or more that prints the CPU
+    ids, as one array: the fixed-width hex is 4 big-endian bytes a field, so
+    `bytes.fromhex` (which skips the separators) and one numpy view convert it whole.
+    None for anything else (a smaller file, no id column, an id twice or too big)."""
+    lines = text.count("\n")
+    if lines < ARRAYS_FROM:
+        return None
+    n = _fields_a_line(text)
+    if n is None or n <= _WANTED[_CPU]:
+        return None
+    np = numpy()
+    values = np.frombuffer(bytes.fromhex(text), ">u4").reshape(lines, n)[:, _TABLE_COLUMNS].astype(np.int64)
+    ids = values[:, 0]
+    if int(ids.max()) >= MAX_CPUS or len(np.unique(ids)) != lines:
+        return None  # _by_column names what is wrong
+    return CpuTable(SoftnetRow, values, (True,))
 
 
 def _by_column(rows: list[Sequence[int] | None], problems: list[Problem]) -> dict[int, SoftnetRow]:
@@ -160,7 +202,7 @@ def _row(cpu: int, v: Sequence[int], from_column: bool) -> SoftnetRow:
 
 def read_softnet(
     root: SysRoot, online_cpus: tuple[int, ...] | None = None, last: LastAnswer[SoftnetRow] | None = None,
-) -> tuple[dict[int, SoftnetRow], list[Problem]]:
+) -> tuple[Mapping[int, SoftnetRow], list[Problem]]:
     """Read and parse /proc/net/softnet_stat under `root` (see `parse_softnet`); with
     `last` (the caller's, kept across ticks), a text and online CPUs equal to the last
     tick's give its rows again (`unchanged.py`)."""

@@ -15,6 +15,9 @@ Snapshots' mappings are never changed after construction, so a kept gather stays
 
 A value that is not an int within int64 (a damaged recording) gives no columns (None):
 the caller then takes the per-CPU path, which judges and explains every value.
+
+A big host's readers hand a `CpuTable` (model/cpu_table.py): the columns the parser
+made, which are taken as they are (a view of its array), with no rows made or walked.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from nettop.model.counts import numpy
+from nettop.model.cpu_table import CpuTable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,6 +78,10 @@ _lock = threading.Lock()
 def columns(rows: Mapping[int, Any], fields: tuple[str, ...]) -> Columns | None:
     """The `fields` of every CPU of `rows` (CPU -> dataclass), or None when a value is not
     an int within int64."""
+    if type(rows) is CpuTable:
+        taken = _from_table(rows, fields)
+        if taken is not None:
+            return taken
     key = (id(rows), fields)
     with _lock:
         got = _kept.get(key)
@@ -103,3 +111,18 @@ def _gather(rows: Mapping[int, Any], fields: tuple[str, ...]) -> Columns | None:
         return None
     values.flags.writeable = False  # shared by every caller
     return Columns(tuple(rows), values)
+
+
+def _from_table(table: CpuTable[Any], fields: tuple[str, ...]) -> Columns | None:
+    """The `fields` of a table's array as they are (a read-only view: a slice when they
+    are next to each other, as every field list above is); None when one is not a column
+    of the array (a constant: `_gather` takes it as it takes a dict)."""
+    names = table.fields()
+    try:
+        at = [names.index(f) for f in fields]
+    except ValueError:
+        return None
+    lo, hi = at[0], at[-1] + 1
+    values = table.array[:, lo:hi] if at == list(range(lo, hi)) else table.array[:, at]
+    values.flags.writeable = False  # (a view of the read-only array is; a fancy index copy is not)
+    return Columns(table.cpus, values)

@@ -25,6 +25,7 @@ from typing import Any, Callable, ItemsView, Iterable, Iterator, KeysView, Mappi
 from nettop.model.counters import U32, U64, Step, delta
 from nettop.model.counts import numpy, table_matrix
 from nettop.model.cpu_columns import ARRAYS_FROM, EXACT, SOFTIRQS, SOFTNET, TIMES, columns
+from nettop.model.cpu_table import CpuTable
 from nettop.model.problems import Problem
 from nettop.model.snapshot import CpuTimes, InterruptTable, Irq, LinkStats, QueueCounters, Snapshot
 
@@ -361,8 +362,10 @@ def _build_cpu_rates(cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s
     pcts = [col(pct[:, i], both_t) for i in range(len(_TIME_PCT))]
     softirqs = [col(s_per_s[:, i], both_s) for i in range(len(SOFTIRQS))]
     softnets = [col(n_per_s[:, i], both_n) for i in range(len(SOFTNET))]
-    rows = list(map(softnet.get, cpus))
-    backlog = [None if r is None else r.backlog for r in rows]
+    if type(softnet) is CpuTable:  # the backlog column, without making each CPU's row
+        backlog = list(map(dict(zip(softnet.cpus, softnet.column("backlog"))).get, cpus))
+    else:
+        backlog = [None if r is None else r.backlog for r in map(softnet.get, cpus)]
     out = dict(zip(cpus, map(CpuRates, cpus, presence, *pcts, *softirqs, *softnets, backlog, reset.tolist())))
     for i, one in judged.items():
         if one is None:

@@ -39,6 +39,7 @@ import types
 
 from nettop.model import snapshot as S
 from nettop.model.counts import CountRow, numpy
+from nettop.model.cpu_table import CpuTable
 from nettop.ebpf import sample as E
 from nettop.ping.stats import LatencyStats
 from nettop.model.problems import Problem
@@ -421,6 +422,18 @@ def _int_table(values: list[Any], ints: list[int]) -> list[Any] | None:
     return [{"c": _NAMES[t], "f": skeleton}] * len(values)
 
 
+def _table_columns(table: CpuTable[Any], ints: list[int]) -> list[Any]:
+    """`_int_table` of a `CpuTable`'s rows (a big host's per-CPU file, as its reader
+    parsed it), taken from its array: the same skeletons, and the same ints in the same
+    order (row by row, each row's int fields in field order: the array's C order), with
+    no row made. Its constant fields are None or bools (CpuTable's rule), the literals
+    `_int_table` writes for a column alike in every row."""
+    k = table.array.shape[1]
+    ints.extend(table.array.ravel().tolist())
+    fields: Any = ({"n": k} if k >= 2 else [0] * k) if not table.consts else [0] * k + list(table.consts)
+    return [{"c": _NAMES[table.cls], "f": fields}] * len(table)
+
+
 def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
     if isinstance(obj, enum.Enum):
         return {"e": _NAMES[type(obj)], "v": obj.value}
@@ -447,6 +460,8 @@ def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
     names = _FIELDS.get(cls)
     if names is not None:
         return {"c": _NAMES[cls], "f": [_enc(getattr(obj, n), ints, floats) for n in names]}
+    if cls is CpuTable and len(obj) > 8:
+        return {"k": list(obj.cpus), "v": _table_columns(obj, ints)}
     if hasattr(obj, "items"):
         keys = list(obj.keys())
         values = [obj[k] for k in keys]
