@@ -118,14 +118,11 @@ class CpuTable(Mapping[int, R], Generic[R]):
     def get(self, cpu: Any, default: Any = None) -> Any:
         try:
             return self[cpu]
-        except (KeyError, TypeError):
+        except KeyError:
             return default
 
     def __contains__(self, cpu: object) -> bool:
-        try:
-            return cpu in self._where()
-        except TypeError:  # unhashable: in no dict
-            return False
+        return cpu in self._where()
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.cpus)
