@@ -360,7 +360,7 @@ class Window:
         irqs = irqs if isinstance(irqs, (list, tuple)) else list(irqs)
         rows = m[0].rows_of(irqs)
         if None not in rows:  # every one a row of the matrix: one C-level pass
-            return list(map(self._irq_pairs.__getitem__, rows))
+            return list(map(self._irq_pairs.__getitem__, cast("list[int]", rows)))
         pairs = self._irq_pairs
         return [pairs[row] if row is not None else self.irq_peak(irq) for irq, row in zip(irqs, rows)]
 
