@@ -157,45 +157,6 @@ def test_another_tools_change_shows_next_tick_on_a_drawn_row_and_within_the_peri
 # --- the live view: the rows drawn reach the source --------------------------------------
 
 
-async def test_the_rows_drawn_reach_the_source_and_scrolling_changes_them():
-    """GIVEN 2 x 128 queues on screen at 120x40 WHEN a tick is drawn THEN the source is told
-    the queue rows on screen (and the BQL rows), not all 512; WHEN the operator scrolls
-    to the end THEN, before the next tick, it is told the last rows instead."""
-    from nettop.tui.app import NettopApp
-    from nettop.tui.scripted import ScriptedSource, synthetic
-    from nettop.tui.tables import BqlTable, QueueTable
-
-    src = ScriptedSource()
-    app = NettopApp(src)
-    async with app.run_test(size=(120, 40)) as pilot:
-        for i in range(3):
-            src.push(synthetic(i, queues=128))
-            await pilot.pause()
-        table = app.query_one(QueueTable)
-        keys = table.row_keys()
-        assert len(keys) == 512
-        assert src.settings_shown is not None
-        names, rows = src.settings_shown
-        assert names == ["eth0", "veth0"] and rows is not None
-        first, last = table.shown_span()
-        assert first == 0 and 0 < last - first <= table.size.height
-        drawn = {tuple(k.split("/")) for k in keys[first:last]}
-        told = {(n, k, str(i)) for n, r in rows.items() for k, i in r}
-        bql_first, bql_last = app.query_one(BqlTable).shown_span()
-        bql = {("eth0", "tx", k.split("-")[-1]) for k in app.query_one(BqlTable).row_keys()[bql_first:bql_last]}
-        assert told == drawn | bql, (told - drawn - bql, drawn - told)
-        assert len(told) < 100
-
-        table.focus()
-        await pilot.press("end")
-        await pilot.pause()
-        names, rows = src.settings_shown
-        told = {(n, k, str(i)) for n, r in rows.items() for k, i in r}
-        assert tuple(keys[-1].split("/")) in told and tuple(keys[0].split("/")) not in told
-        first, last = table.shown_span()
-        assert {tuple(k.split("/")) for k in keys[first:last]} <= told
-
-
 async def test_the_summary_keeps_its_interfaces_queues_all_on_screen():
     """At 80x24 the summary names each interface's hottest queue and its CPUs, a queue that
     can change every tick and shows no age: the source is told whole interfaces."""
