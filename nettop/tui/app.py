@@ -154,7 +154,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self._chart_t: float | None = None
         self._latency_events = -1
         self._latency_t: float | None = None
-        self._settings_shown: list[str] | None = None
+        self._settings_shown = None  # DrawingMixin's: what the source was last told is on screen
         self._summary_chart: tuple[tuple, float] | None = None
         self._drawn_timeline: object = None  # a replay seek replaces the source's Timeline
         self.replaying = source.mode == "replay"

@@ -65,7 +65,12 @@ class DrawingMixin(_AppBase):
     _latency_events: int
     _latency_t: float | None
     _summary_chart: tuple[tuple, float] | None  # (what is plotted, when) on the summary's chart
-    _settings_shown: list[str] | None  # the interfaces last told to the source as on screen
+    # what was last told to the source as on screen: (interfaces, queue rows drawn)
+    _settings_shown: tuple[tuple[str, ...], dict[str, frozenset[tuple[str, int]]] | None] | None
+    # the queue and BQL tables' rows in their drawn order: which are on screen is a span of these
+    _queue_order: tuple[tuple[str, str, int], ...] = ()  # (interface, kind, index)
+    _bql_order: tuple[tuple[str, int], ...] = ()  # (interface, tx queue)
+    _names_shown: tuple[str, ...] = ()  # the interfaces of the last frame
 
     # hooks: doctor_panel.DoctorMixin, which the app mixes in, draws the findings panel
     # and counts the findings for the header (as TuningMixin.experiment_disabled)
@@ -97,15 +102,14 @@ class DrawingMixin(_AppBase):
 
     def _draw(self, point: Point) -> None:
         names = self.shown(point)
-        if names != self._settings_shown:  # their queue settings are read every tick, the rest in rotation
-            self._settings_shown = names
-            self.source.show_settings(names)
+        self._names_shown = tuple(names)
         # first: the header counts the findings and the summary leads with the worst
         self._draw_doctor(point)
         self._draw_header(point)
         self._draw_notice(point)
         if self.query_one("#summary").display:  # the panels are hidden: drawn when shown
             self._draw_summary(point, names)
+            self._show_settings()
             return
         self._draw_queues(point, names)
         self._draw_cpus(point, names)
@@ -113,6 +117,33 @@ class DrawingMixin(_AppBase):
         self._draw_qdisc(point, names)
         self._draw_latency(point)
         self._draw_ebpf(point)
+        self._show_settings()
+
+    def on_live_table_rows_shown(self, _message: Any) -> None:
+        """A table scrolled: its newly shown rows' settings are read from the next tick on."""
+        if self.latest is not None:
+            self._show_settings()
+
+    def _show_settings(self) -> None:
+        """Tell the source what settings are on screen, when that changed: the queue and
+        BQL rows drawn (read every tick, their IRQs' affinity too; the rest of each
+        interface in rotation, with its age shown). The summary names each interface's
+        hottest queue, which can be another one every tick and has no room for an age:
+        it keeps its interfaces' queues all on screen."""
+        names = self._names_shown
+        rows: dict[str, frozenset[tuple[str, int]]] | None = None
+        if not self.query_one("#summary").display:
+            drawn: dict[str, set[tuple[str, int]]] = {n: set() for n in names}
+            first, last = self.query_one(QueueTable).shown_span()
+            for name, kind, index in self._queue_order[first:last]:
+                drawn.setdefault(name, set()).add((kind, index))
+            first, last = self.query_one(BqlTable).shown_span()
+            for name, index in self._bql_order[first:last]:
+                drawn.setdefault(name, set()).add(("tx", index))
+            rows = {n: frozenset(r) for n, r in drawn.items()}
+        if (names, rows) != self._settings_shown:
+            self._settings_shown = (names, rows)
+            self.source.show_settings(names, rows)
 
     def _draw_header(self, point: Point | None = None) -> None:
         point = point or self.latest
@@ -256,6 +287,7 @@ class DrawingMixin(_AppBase):
         table.widen("queue", label_width((r.shown_label for r in refs), 10))
         trends = model.QueueTrends(self.source.timeline.points()[-TREND_WIDTH:], TREND_WIDTH)
         table.sync_visible([(r.key, partial(_queue_cells, r, trends)) for r in refs])
+        self._queue_order = tuple((r.ifname, r.kind, r.index) for r in refs)
 
     def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
         nodes = {d.numa_node for n in names if (d := point.snapshot.devices.get(n)) and d.numa_node is not None}
@@ -329,6 +361,7 @@ class DrawingMixin(_AppBase):
         bt = self.query_one(BqlTable)
         bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14))
         bt.sync_visible([(r.key, partial(BqlTable.cells, r)) for r in brows])
+        self._bql_order = tuple((r.ifname, r.queue) for r in brows)
 
     def _draw_latency(self, point: Point) -> None:
         series = model.latency_series_of(self.source.timeline, self.window_s)

@@ -14,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -170,6 +171,23 @@ class LiveTable(ScrollView, can_focus=True):
 
     def row_keys(self) -> list[str]:
         return list(self._keys)
+
+    class RowsShown(Message):
+        """The table scrolled: other rows are on screen (the live view then has their
+        settings read every tick, nettop/collectors/settings_rotation.py)."""
+
+    def shown_span(self) -> tuple[int, int]:
+        """The rows [first, last) on screen now, as `sync_visible` draws them (one spare);
+        (0, 0) when the table is not on screen (the summary, another panel zoomed)."""
+        if not self.display or not self.region:
+            return (0, 0)
+        sy = self.scroll_offset.y
+        return (sy, min(len(self._keys), sy + max(1, self.size.height)))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.RowsShown())
 
     def cell(self, key: str, column: str) -> Cell:
         self._resolve(key)
