@@ -157,6 +157,60 @@ def test_another_tools_change_shows_next_tick_on_a_drawn_row_and_within_the_peri
 # --- the live view: the rows drawn reach the source --------------------------------------
 
 
+def _told(rows: dict) -> set[tuple[str, str, str]]:
+    return {(n, k, str(i)) for n, r in rows.items() for k, i in r}
+
+
+async def test_the_rows_drawn_reach_the_source_and_scrolling_or_resizing_changes_them():
+    """GIVEN 2 x 128 queues on screen at 120x40 WHEN the first point is drawn (no rates
+    yet, so no queue rows) THEN the source is told whole interfaces; WHEN a tick with
+    rates is drawn THEN it is told the queue rows on screen (and the BQL rows), not all
+    512; WHEN the operator scrolls to the end, or the terminal grows, THEN, before the
+    next tick, it is told the rows now drawn."""
+    from nettop.tui.app import NettopApp
+    from nettop.tui.scripted import ScriptedSource, synthetic
+    from nettop.tui.tables import BqlTable, QueueTable
+
+    src = ScriptedSource()
+    app = NettopApp(src)
+    async with app.run_test(size=(120, 40)) as pilot:
+        src.push(synthetic(0, queues=128))
+        await pilot.pause()
+        assert src.settings_shown == (["eth0", "veth0"], None)
+        for i in range(1, 3):
+            src.push(synthetic(i, queues=128))
+            await pilot.pause()
+        table = app.query_one(QueueTable)
+        keys = table.row_keys()
+        assert len(keys) == 512
+        assert src.settings_shown is not None
+        names, rows = src.settings_shown
+        assert names == ["eth0", "veth0"] and rows is not None
+        span = table.shown_span()
+        assert span is not None and span[0] == 0 and 0 < span[1] - span[0] <= table.size.height
+        drawn = {tuple(k.split("/")) for k in keys[span[0]:span[1]]}
+        bql_span = app.query_one(BqlTable).shown_span()
+        assert bql_span is not None
+        bql = {("eth0", "tx", k.split("-")[-1]) for k in app.query_one(BqlTable).row_keys()[slice(*bql_span)]}
+        assert _told(rows) == drawn | bql, (_told(rows) - drawn - bql, drawn - _told(rows))
+        assert len(_told(rows)) < 100
+
+        height = span[1] - span[0]
+        await pilot.resize_terminal(120, 60)
+        await pilot.pause()
+        span = table.shown_span()
+        assert span is not None and span[1] - span[0] > height
+        assert {tuple(k.split("/")) for k in keys[slice(*span)]} <= _told(src.settings_shown[1])
+
+        table.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        told = _told(src.settings_shown[1])
+        assert tuple(keys[-1].split("/")) in told and tuple(keys[0].split("/")) not in told
+        span = table.shown_span()
+        assert span is not None and {tuple(k.split("/")) for k in keys[slice(*span)]} <= told
+
+
 async def test_the_summary_keeps_its_interfaces_queues_all_on_screen():
     """At 80x24 the summary names each interface's hottest queue and its CPUs, a queue that
     can change every tick and shows no age: the source is told whole interfaces."""

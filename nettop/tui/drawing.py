@@ -71,6 +71,7 @@ class DrawingMixin(_AppBase):
     _queue_order: tuple[tuple[str, str, int], ...] = ()  # (interface, kind, index)
     _bql_order: tuple[tuple[str, int], ...] = ()  # (interface, tx queue)
     _names_shown: tuple[str, ...] = ()  # the interfaces of the last frame
+    _rows_known = False  # the last frame drew the queue rows (it had rates)
 
     # hooks: doctor_panel.DoctorMixin, which the app mixes in, draws the findings panel
     # and counts the findings for the header (as TuningMixin.experiment_disabled)
@@ -103,6 +104,7 @@ class DrawingMixin(_AppBase):
     def _draw(self, point: Point) -> None:
         names = self.shown(point)
         self._names_shown = tuple(names)
+        self._rows_known = point.rates is not None  # the first point has no rates, so no queue rows
         # first: the header counts the findings and the summary leads with the worst
         self._draw_doctor(point)
         self._draw_header(point)
@@ -129,16 +131,16 @@ class DrawingMixin(_AppBase):
         BQL rows drawn (read every tick, their IRQs' affinity too; the rest of each
         interface in rotation, with its age shown). The summary names each interface's
         hottest queue, which can be another one every tick and has no room for an age:
-        it keeps its interfaces' queues all on screen."""
+        it keeps its interfaces' queues all on screen; so does a frame whose queue rows
+        are not known (the first point has no rates; a table not laid out yet)."""
         names = self._names_shown
         rows: dict[str, frozenset[tuple[str, int]]] | None = None
-        if not self.query_one("#summary").display:
+        qspan, bspan = self.query_one(QueueTable).shown_span(), self.query_one(BqlTable).shown_span()
+        if not self.query_one("#summary").display and self._rows_known and qspan and bspan:
             drawn: dict[str, set[tuple[str, int]]] = {n: set() for n in names}
-            first, last = self.query_one(QueueTable).shown_span()
-            for name, kind, index in self._queue_order[first:last]:
+            for name, kind, index in self._queue_order[qspan[0]:qspan[1]]:
                 drawn.setdefault(name, set()).add((kind, index))
-            first, last = self.query_one(BqlTable).shown_span()
-            for name, index in self._bql_order[first:last]:
+            for name, index in self._bql_order[bspan[0]:bspan[1]]:
                 drawn.setdefault(name, set()).add(("tx", index))
             rows = {n: frozenset(r) for n, r in drawn.items()}
         if (names, rows) != self._settings_shown:

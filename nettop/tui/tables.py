@@ -8,7 +8,7 @@ app's .tcss with theme variables; Python never names a colour.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -17,6 +17,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from nettop.tui import format as fmt
 from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow, stale_mark
@@ -173,14 +174,22 @@ class LiveTable(ScrollView, can_focus=True):
         return list(self._keys)
 
     class RowsShown(Message):
-        """The table scrolled: other rows are on screen (the live view then has their
-        settings read every tick, nettop/collectors/settings_rotation.py)."""
+        """Other rows are on screen (the table scrolled, was resized or laid out): the
+        live view then has their settings read every tick
+        (nettop/collectors/settings_rotation.py)."""
 
-    def shown_span(self) -> tuple[int, int]:
+    def shown_span(self) -> tuple[int, int] | None:
         """The rows [first, last) on screen now, as `sync_visible` draws them (one spare);
-        (0, 0) when the table is not on screen (the summary, another panel zoomed)."""
-        if not self.display or not self.region:
-            return (0, 0)
+        (0, 0) when the table is hidden (the summary, another panel zoomed); None when it
+        is about to be shown but not laid out yet (the first frame, a panel just
+        unzoomed): which rows it will draw is not known, so the caller names none."""
+        node: Any = self
+        while isinstance(node, Widget):
+            if not node.display:
+                return (0, 0)
+            node = node.parent
+        if not self.region or self.size.height <= 0:
+            return None
         sy = self.scroll_offset.y
         return (sy, min(len(self._keys), sy + max(1, self.size.height)))
 
@@ -188,6 +197,10 @@ class LiveTable(ScrollView, can_focus=True):
         super().watch_scroll_y(old_value, new_value)
         if round(old_value) != round(new_value):
             self.post_message(self.RowsShown())
+
+    def on_resize(self) -> None:
+        """Laid out or resized: another number of rows is on screen."""
+        self.post_message(self.RowsShown())
 
     def cell(self, key: str, column: str) -> Cell:
         self._resolve(key)
