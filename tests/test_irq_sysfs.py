@@ -423,3 +423,34 @@ def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_pat
         table = reader.read(root, online, lambda irq, name: True)
         assert table is not None
         assert {i: list(table.irqs[i].counts) for i in followed} == {i: counts(i) for i in followed}
+
+
+def test_the_table_names_every_irq_as_proc_interrupts_does_and_counts_the_followed(tmp_path):
+    """The sysfs table is a view of the reader's names and counted rows (not a merged copy
+    of 16,384 entries a tick): it must still read as the dict /proc/interrupts gives, key
+    for key and in its order, with counts only on the followed IRQs, and keep reading so
+    after later ticks have replaced the reader's rows."""
+    kw = dict(cpus=8, irqs=60, queues=4)
+    tree = generate_tree(tmp_path / "t", **kw)
+    root = SysRoot(str(tree))
+    plain = SysRoot(str(_without_sysfs(tree, tmp_path / "p")))
+    online, _ = cpus.read_online_cpus(root)
+    want = lambda i, n: "mlx5" in n  # noqa: E731
+    reader = SysfsIrqReader()
+    table = reader.read(root, online, want)
+    assert table is not None
+    proc, problems = interrupts.read_interrupts(plain, want)
+    assert not problems
+    irqs = table.irqs
+    assert list(irqs) == list(irqs.keys()) == list(proc.irqs) and len(irqs) == len(proc.irqs)
+    assert dict(irqs) == dict(proc.irqs) and irqs == proc.irqs
+    assert {i for i, x in irqs.items() if x.counts is not None} == set(reader.counted) == {24, 25, 26, 27, 28}
+    assert 24 in irqs and 9999 not in irqs and irqs.get(9999) is None and irqs.get(9999, 0) == 0
+    assert irqs.get(24) is irqs[24] is reader.counted[24] and irqs[max(irqs)].counts is None
+    with pytest.raises(KeyError):
+        irqs[9999]
+    before = dict(irqs)
+    generate_tree(tree, step=1, **kw)
+    later = reader.read(root, online, want)
+    assert later is not None and later.irqs[24].total != before[24].total
+    assert dict(irqs) == before  # the earlier table is unchanged
