@@ -202,3 +202,24 @@ def test_irqbalance_of_a_sosreport_is_unknown_without_ps_and_read_from_ps_with_i
     ps.write_text(ps.read_text() + "root       733  0.0  0.0  81828  3840 ?        Ssl  Nov24   1:12 "
                   "/usr/sbin/irqbalance --foreground\n")
     assert _irqbalance(capsys, root) == (True, [])
+
+
+def test_a_tick_of_a_four_nic_tree_looks_no_saved_output_up_again(tmp_path, monkeypatch):
+    """A captured tree's saved command outputs (or their absence) are looked up once: a
+    tick asks for `ethtool -S` and `-k` of each interface besides `ip link` and `tc`, ten
+    files with four NICs, and a cache smaller than that missed every one of them on every
+    tick (two stats each)."""
+    from nettop.collectors.host import HostReader
+    from nettop.kernel import sos
+    from nettop.kernel.sysroot import SysRoot
+    from treegen import generate_tree
+
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=80, queues=4, nics=4)
+    lookups: list[str] = []
+    real = sos.saved_file
+    monkeypatch.setattr(sos, "saved_file", lambda root, name: lookups.append(name) or real(root, name))
+    with HostReader(SysRoot(str(tree))) as r:
+        r.read()
+        first = len(lookups)
+        r.read()
+    assert first >= 10 and len(lookups) == first, lookups[first:]

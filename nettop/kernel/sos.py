@@ -197,7 +197,9 @@ def saved_file(root_path: str, name: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=8)
+# a tick asks for two files per interface (`ethtool -S`, `-k`) and two more: sized for
+# hundreds of interfaces, or each tick would miss and look each one up again
+@lru_cache(maxsize=1024)
 def _saved_text(root_path: str, name: str) -> tuple[str, str] | None:
     rel = saved_file(root_path, name)
     if rel is None:
