@@ -8,8 +8,8 @@ in /sys/kernel/irq (kernel/irq/irqdesc.c): `per_cpu_count` (the counts of every
 `chip_name`, `hwirq`, `name` (the flow handler: "edge"), `type`, `wakeup`. So a tick
 reads one small file per followed IRQ (the NICs' queue IRQs) and nothing else.
 
-Discovery lists the directory and reads each IRQ's actions, chip and hwirq once, which
-gives the same chip/hwirq/name as /proc/interrupts would (an IRQ without an action is
+Discovery lists the directory and reads each IRQ's actions, chip and hwirq once (and
+stats its hwirq file, as `_reread` keeps it), which gives the same chip/hwirq/name as /proc/interrupts would (an IRQ without an action is
 left out, as /proc/interrupts leaves it out). It is done again when the set of IRQs
 changes (a NIC reset, channels changed, hotplug): the directory's link count (2 + its
 subdirectories, one stat) is checked every tick, and an IRQ whose file vanished forces
@@ -81,6 +81,15 @@ def _meta(base: str, irq: int) -> Irq | None:
         return None
     hw = f"{hwirq}-{flow}" if flow else hwirq
     return Irq(irq, chip, hw, ", ".join(actions.split(",")))
+
+
+def _ident(path: str) -> tuple[int, int] | None:
+    """(inode, ctime) of an IRQ's `hwirq` file: new when its desc is (see `_reread`)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_ctime_ns
 
 
 class SysfsIrqReader:
@@ -197,14 +206,24 @@ class SysfsIrqReader:
             return False
         numbers = sorted(int(n) for n in names if n.isascii() and n.isdigit() and len(n) <= 10)
         old = self._bare if base == self._base else {}
+        dirs = self._dirs if base == self._base else {}
         bare: dict[int, Irq] = {}
         for irq in numbers:
-            got = old.get(irq) or _meta(base, irq)
+            got = old.get(irq)
+            if got is None:
+                # its hwirq file as of before its names are read (as `_reread` keeps it): the
+                # first re-check of each followed IRQ is then the cheap one, not all twelve
+                # system calls again in each of the first `recheck_every` ticks
+                ident = _ident(f"{base}/{irq}/hwirq")
+                got = _meta(base, irq)
+                if got is not None and ident is not None:
+                    dirs[irq] = ident
             if got is not None:
                 bare[irq] = got
         if not bare:
             self._forget("/sys/kernel/irq holds no IRQ with an action")
             return False
+        self._dirs = {irq: dirs[irq] for irq in bare if irq in dirs}
         self._base, self._nlink, self._bare, self._possible = base, nlink, bare, possible
         self.fallback_reason = None
         return True
@@ -247,10 +266,11 @@ class SysfsIrqReader:
         d = f"{base}/{irq}"
         try:
             actions = _read(d + "/actions").strip()
-            st = os.stat(d + "/hwirq")
         except OSError:
             return None
-        ident = (st.st_ino, st.st_ctime_ns)
+        ident = _ident(d + "/hwirq")
+        if ident is None:
+            return None
         if was is not None and dirs.get(irq) == ident and actions \
                 and ", ".join(actions.split(",")) == was.name:
             return was
