@@ -477,3 +477,107 @@ def test_an_unchanged_irq_is_rechecked_with_its_actions_and_a_stat_from_the_firs
         assert reader.read(root, online, want) is not None
     assert sorted(rereads) == sorted(reader._paths)  # each followed IRQ re-checked once
     assert metas == []
+
+
+class _HeldTree(SysRoot):
+    """A generated tree read as the live kernel is: its per_cpu_count files held open."""
+
+    @property
+    def live(self) -> bool:
+        return True
+
+
+def _kernfs_pread(real):
+    """os.pread as kernfs answers it: a file whose node was removed (its desc freed) fails
+    with ENODEV, where a tree's unlinked file would go on reading its old bytes."""
+    import errno
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(" (deleted)"):
+            raise OSError(errno.ENODEV, "No such device")
+        return real(fd, n, offset)
+    return pread
+
+
+def test_a_held_irq_freed_and_allocated_again_on_its_number_is_read_afresh(tmp_path, monkeypatch):
+    """GIVEN a followed IRQ read through a held descriptor WHEN its desc is freed and the
+    number allocated again between two ticks (a NIC reset: the same number, another
+    hwirq, counts from zero; no link count changes) THEN the next table has the new file's
+    counts and the new desc's hwirq at once, and the dead descriptor is closed."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    root = _HeldTree(str(tree))
+    online, _ = cpus.read_online_cpus(root)
+    monkeypatch.setattr(os, "pread", _kernfs_pread(os.pread))
+    reader = SysfsIrqReader()
+    want = lambda i, n: "mlx5" in n  # noqa: E731
+    try:
+        first = reader.read(root, online, want)
+        assert first is not None and 25 in first.irqs and first.irqs[25].counts is not None
+        assert len(reader._fds) == len(reader._paths) >= 4
+        d = tree / "sys/kernel/irq/25"
+        files = {f.name: f.read_text() for f in d.iterdir()}
+        shutil.rmtree(d)
+        d.mkdir()
+        for name, text in files.items():
+            (d / name).write_text({"hwirq": "77\n", "per_cpu_count": "1,2,3,4,5,6,7,8\n"}.get(name, text))
+        table = reader.read(root, online, want)
+        assert table is not None and reader.fallback_reason is None
+        assert table.irqs[25].counts == (1, 2, 3, 4, 5, 6, 7, 8) and table.irqs[25].total == 36
+        assert table.irqs[25].hwirq.startswith("77")
+        assert not any(os.readlink(f"/proc/self/fd/{fd}").endswith(" (deleted)") for fd in reader._fds.values())
+        for irq in reader._paths:  # every other count is its file's
+            if irq != 25:
+                text = (tree / f"sys/kernel/irq/{irq}/per_cpu_count").read_text()
+                assert list(table.irqs[irq].counts) == [int(x) for x in text.strip().split(",")]
+    finally:
+        reader.close()
+    assert not reader._fds
+
+
+def test_no_more_descriptors_are_held_than_max_open_and_the_rest_are_read_afresh(tmp_path):
+    """With more followed IRQs than `max_open`, only that many are held; the others are
+    opened each tick, so their counts move with their files."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=8)
+    root = _HeldTree(str(tree))
+    online, _ = cpus.read_online_cpus(root)
+    reader = SysfsIrqReader(max_open=3)
+    want = lambda i, n: "mlx5" in n  # noqa: E731
+    try:
+        first = reader.read(root, online, want)
+        assert first is not None and len(reader._paths) >= 8 and len(reader._fds) == 3
+        generate_tree(tree, cpus=8, irqs=40, queues=8, step=1)
+        later = reader.read(root, online, want)
+        assert later is not None and len(reader._fds) == 3
+        held = {int(p.split("/")[-2]) for p in reader._fds}
+        for irq in reader._paths:
+            if irq not in held:  # read afresh: the advanced file's counts
+                text = (tree / f"sys/kernel/irq/{irq}/per_cpu_count").read_text()
+                assert list(later.irqs[irq].counts) == [int(x) for x in text.strip().split(",")]
+    finally:
+        reader.close()
+
+
+def test_the_descriptor_budget_is_a_quarter_of_the_soft_open_file_limit(monkeypatch):
+    import resource
+
+    for soft, budget in ((1024, 256), (100, 25), (65536, 1024), (resource.RLIM_INFINITY, 1024), (3, 0)):
+        monkeypatch.setattr(resource, "getrlimit", lambda which, soft=soft: (soft, resource.RLIM_INFINITY))
+        assert irq_sysfs._fd_budget() == budget, soft
+    assert SysfsIrqReader(max_open=0).max_open == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel/irq"), reason="needs the live host's /sys/kernel/irq")
+def test_live_reader_over_its_descriptor_budget_holds_only_that_many_and_reads_every_irq():
+    online, _ = cpus.read_online_cpus(LIVE)
+    reader = SysfsIrqReader(max_open=2)
+    try:
+        table = reader.read(LIVE, online, lambda i, n: True)
+        assert table is not None, reader.fallback_reason
+        assert len(reader._paths) > 2 and len(reader._fds) == 2
+        again = reader.read(LIVE, online, lambda i, n: True)
+        assert again is not None and len(reader._fds) == 2
+        for irq in list(reader._paths)[:8]:  # each count lies between two fresh reads
+            assert again.irqs[irq].total <= _fresh_total(irq)
+            assert table.irqs[irq].total <= again.irqs[irq].total
+    finally:
+        reader.close()

@@ -121,6 +121,7 @@ class SysfsIrqReader:
         self._m: Any = None  # their counts on every possible CPU (numpy, made on the first tick)
         self._cols: list[int] | None = None  # the online CPUs' columns of the last table
         self._counted_bare: dict[int, Irq] | None = None  # the names the last table's Irqs took
+        self._gone: int | None = None  # the IRQ whose per_cpu_count failed in the last `_counts`
 
     def read(self, root: SysRoot, online: Sequence[int], want: Want,
              full: bool = False) -> InterruptTable | None:
@@ -149,6 +150,11 @@ class SysfsIrqReader:
             self._follow(want)
         table = self._counts(online)
         if table is None and self.fallback_reason is None:  # an IRQ went away: look again
+            if self._gone in self._bare:
+                # and its names with it: its number may be a new desc's now (a held file
+                # fails with ENODEV once its desc is freed, also when the number is taken
+                # again before this tick, with the link count as it was)
+                self._bare = {k: v for k, v in self._bare.items() if k != self._gone}
             try:
                 nlink = os.stat(base).st_nlink
             except OSError:
@@ -318,6 +324,7 @@ class SysfsIrqReader:
                     finally:
                         os.close(fd)
             except OSError:
+                self._gone = irq
                 return None  # gone since discovery
             seen = last.get(irq)
             if seen is not None and seen[0] == text:
