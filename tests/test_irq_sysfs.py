@@ -581,3 +581,32 @@ def test_live_reader_over_its_descriptor_budget_holds_only_that_many_and_reads_e
             assert table.irqs[irq].total <= again.irqs[irq].total
     finally:
         reader.close()
+
+
+def test_a_capture_whose_irq_directory_is_replaced_is_read_from_the_new_one(tmp_path):
+    """The per_cpu_count files are opened relative to the /sys/kernel/irq directory held
+    open: GIVEN that directory moved aside and another put in its place (the same IRQs,
+    so the same link count, other counts) WHEN the next tick reads THEN its counts are the
+    new directory's, not the old one's that the held descriptor still names."""
+    kw = dict(cpus=8, irqs=40, queues=4)
+    tree = generate_tree(tmp_path / "t", **kw)
+    other = generate_tree(tmp_path / "o", step=3, **kw)
+    root = SysRoot(str(tree))
+    online, _ = cpus.read_online_cpus(root)
+    reader = SysfsIrqReader()
+    want = lambda i, n: "mlx5" in n  # noqa: E731
+    try:
+        first = reader.read(root, online, want)
+        assert first is not None and reader._dirfd >= 0
+        irqdir = tree / "sys/kernel/irq"
+        irqdir.rename(tmp_path / "old-irq")
+        (other / "sys/kernel/irq").rename(irqdir)
+        later = reader.read(root, online, want)
+        assert later is not None
+        for irq in reader._paths:
+            text = (irqdir / str(irq) / "per_cpu_count").read_text()
+            assert list(later.irqs[irq].counts) == [int(x) for x in text.strip().split(",")]
+        assert any(later.irqs[i].total != first.irqs[i].total for i in reader._paths)
+    finally:
+        reader.close()
+    assert reader._dirfd < 0
