@@ -471,8 +471,11 @@ def test_an_unchanged_irq_is_rechecked_with_its_actions_and_a_stat_from_the_firs
     monkeypatch.setattr(irq_sysfs, "_meta", lambda base, irq: metas.append(irq) or real_meta(base, irq))
     rereads: list[int] = []
     real_reread = SysfsIrqReader._reread
-    monkeypatch.setattr(SysfsIrqReader, "_reread",
-                        staticmethod(lambda base, irq, was, dirs: rereads.append(irq) or real_reread(base, irq, was, dirs)))
+
+    def reread(base, irq, was, dirs):  # type: ignore[no-untyped-def]
+        rereads.append(irq)
+        return real_reread(base, irq, was, dirs)
+    monkeypatch.setattr(SysfsIrqReader, "_reread", staticmethod(reread))
     for _ in range(4):
         assert reader.read(root, online, want) is not None
     assert sorted(rereads) == sorted(reader._paths)  # each followed IRQ re-checked once

@@ -9,11 +9,13 @@ in /sys/kernel/irq (kernel/irq/irqdesc.c): `per_cpu_count` (the counts of every
 reads one small file per followed IRQ (the NICs' queue IRQs) and nothing else.
 
 Discovery lists the directory and reads each IRQ's actions, chip and hwirq once (and
-stats its hwirq file, as `_reread` keeps it), which gives the same chip/hwirq/name as /proc/interrupts would (an IRQ without an action is
-left out, as /proc/interrupts leaves it out). It is done again when the set of IRQs
-changes (a NIC reset, channels changed, hotplug): the directory's link count (2 + its
-subdirectories, one stat) is checked every tick, and an IRQ whose file vanished forces
-it. A driver that renames its vectors on the same numbers changes no link count: each
+stats its hwirq file, as `_reread` keeps it), which gives the same chip/hwirq/name as
+/proc/interrupts would (an IRQ without an action is left out, as /proc/interrupts
+leaves it out). It is done again when the set of IRQs changes (a NIC reset, channels
+changed, hotplug): the directory's link count (2 + its subdirectories, one stat) is
+checked every tick, and an IRQ whose file vanished forces it, with its names read
+afresh (a held file fails with ENODEV once its desc is freed, also when its number
+is taken again). A driver that renames its vectors on the same numbers changes no link count: each
 tick the followed IRQs whose number is the tick's count modulo `recheck_every` have
 their actions, chip and hwirq read again, so each is read again every `recheck_every`
 ticks and a tick reads a tenth of them (all of them on one tick would be 2,064 opens at
