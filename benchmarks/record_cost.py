@@ -7,7 +7,10 @@ Timeline, the doctor) and Writer.add_sample() into a real recording file. Before
 sample, outside the measured time, the counters a busy host moves are advanced
 (`Advancer`): every CPU's /proc/stat line, softnet_stat line and NET_RX/NET_TX counts,
 every NIC queue IRQ's per_cpu_count on its CPU, and the NICs' statistics; so no reader
-can get away with "the text did not change".
+can get away with "the text did not change". The per_cpu_count files are rewritten in
+place (`SysRoot.in_place`), as sysfs regenerates its own, so the reader holds them open
+and reads them again as it does on a live kernel; `--open-each-tick` advances them by
+rename instead, and the reader opens each afresh, as on a captured tree.
 
 Prints, per sample (median): CPU of the read, of the pipeline (doctor included), of the
 write, and their sum, also with the writes of a chain's key sample and its successor
@@ -60,14 +63,14 @@ def _write(path: str, text: str) -> None:
 class Advancer:
     """Moves a generated tree's per-tick counters as a busy host's would move in one second."""
 
-    def __init__(self, dest: Path, irq_paths: list[str]) -> None:
+    def __init__(self, dest: Path, irq_paths: list[str], in_place: bool = True) -> None:
         self.dest = str(dest)
         self.stat = self._read("proc/stat")
         self.softnet = self._read("proc/net/softnet_stat")
         self.softirqs = self._read("proc/softirqs")
         from treegen import FiringIrqs  # tests/treegen.py
 
-        self.irqs = FiringIrqs(irq_paths)
+        self.irqs = FiringIrqs(irq_paths, in_place=in_place)
         stats = []
         for nic in sorted(os.listdir(os.path.join(self.dest, "sys/class/net"))):
             d = os.path.join(self.dest, "sys/class/net", nic, "statistics")
@@ -127,7 +130,7 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def run(size: int, samples: int, keep: str | None) -> dict[str, float]:
+def run(size: int, samples: int, keep: str | None, in_place: bool = True) -> dict[str, float]:
     from treegen import generate_tree  # tests/treegen.py
 
     base = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="nettop-recbench-"))
@@ -139,7 +142,7 @@ def run(size: int, samples: int, keep: str | None) -> dict[str, float]:
     out = base / f"rec{size}.nettop"
     if out.exists():
         out.unlink()
-    root = SysRoot(str(dest))
+    root = SysRoot(str(dest), in_place=in_place)
     reader = HostReader(root, clock=SteppedClock(1.0))
     pipeline = LivePipeline(root, reader=reader, max_points=2)
     writer = Writer(str(out), {"host": reader.host, "kernel": reader.kernel, "interval_s": 1.0})
@@ -152,7 +155,7 @@ def run(size: int, samples: int, keep: str | None) -> dict[str, float]:
                 # counters already move between the chain's first two samples, as on a busy
                 # host: the writer's storage order (codec.Order) comes from that interval,
                 # and from two idle reads it would leave every busy counter in the long tail
-                adv = Advancer(dest, list(reader._irq_sysfs._paths.values()))
+                adv = Advancer(dest, list(reader._irq_sysfs._paths.values()), in_place)
                 adv.step(1)
             snap = reader.read()
             pipeline.feed(snap)
@@ -192,7 +195,9 @@ def run(size: int, samples: int, keep: str | None) -> dict[str, float]:
     r, f, w = (statistics.median(x) * 1000 for x in (reads, feeds, writes))
     fl = statistics.median(floors) * 1000
     total = statistics.median(a + b + c for a, b, c in zip(reads, feeds, writes)) * 1000
-    print(f"record at {size} CPUs ({samples} samples, counters advancing each sample):")
+    how = ("per_cpu_count rewritten in place and held open, as on a live kernel" if in_place
+           else "per_cpu_count renamed over, opened afresh each tick, as on a captured tree")
+    print(f"record at {size} CPUs ({samples} samples, counters advancing each sample; {how}):")
     print(f"  read (HostReader)     : {r:8.2f} ms   floor of its counter files {fl:.2f} ms "
           f"(stat, softnet, softirqs, {len(floor_files) - 4} per_cpu_count; settings files not counted)")
     print(f"  pipeline (doctor)     : {f:8.2f} ms")
@@ -216,12 +221,14 @@ def main() -> int:
     ap.add_argument("--cpus", default="1024", help="256, 1024 or both (256,1024)")
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--keep", help="generate the trees here and keep them (re-used when present)")
+    ap.add_argument("--open-each-tick", action="store_true",
+                    help="advance per_cpu_count by rename: the reader opens each afresh (a captured tree)")
     a = ap.parse_args()
     for size in (int(x) for x in re.split(r"[, ]+", a.cpus) if x):
         if size not in SIZES:
             print(f"record_cost: --cpus takes {', '.join(map(str, SIZES))}, not {size}", file=sys.stderr)
             return 2
-        run(size, a.samples, a.keep)
+        run(size, a.samples, a.keep, not a.open_each_tick)
     return 0
 
 

@@ -328,6 +328,34 @@ def test_a_captured_tree_is_never_read_through_held_descriptors(tmp_path):
     assert b is not None and any(b.irqs[i].total != a.irqs[i].total for i in b.irqs if b.irqs[i].counts)
 
 
+def test_a_tree_rewritten_in_place_is_held_open_and_read_fresh_as_the_live_kernel_is(tmp_path):
+    """`SysRoot.in_place` (benchmarks/record_cost.py's tree): the followed IRQs' files are
+    held open, and each tick's counts are those the files hold after an in-place rewrite
+    (same inode, one write, as sysfs regenerates its own), not the first tick's."""
+    from treegen import FiringIrqs
+
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    root = SysRoot(str(tree), in_place=True)
+    online, _ = cpus.read_online_cpus(root)
+    reader = SysfsIrqReader()
+    want = lambda i, n: "mlx5" in n  # noqa: E731
+    try:
+        first = reader.read(root, online, want)
+        assert first is not None and reader._fds and len(reader._fds) == len(reader._paths)
+        firing = FiringIrqs(list(reader._paths.values()), in_place=True)
+        for k in (1, 2):
+            firing.step(k)
+            later = reader.read(root, online, want)
+            assert later is not None
+            for irq, path in reader._paths.items():
+                want_counts = [int(x) for x in Path(path).read_text().strip().split(",")]
+                assert list(later.irqs[irq].counts) == want_counts
+                assert later.irqs[irq].counts != first.irqs[irq].counts  # moved (32-bit wrap aside)
+    finally:
+        reader.close()
+    assert not reader._fds
+
+
 def test_vectors_renamed_on_the_same_numbers_show_within_recheck_every_ticks_a_share_a_tick(
         tmp_path, monkeypatch):
     """GIVEN a driver that renames its queue vectors without freeing them (no IRQ directory

@@ -325,7 +325,8 @@ class FiringIrqs:
     queue IRQs fire; a generated tree does not move by itself. Used by the benchmarks
     that measure the cost of counts that changed (sampler_cost, record_cost)."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], in_place: bool = False) -> None:
+        self.in_place = in_place  # one write into the same inode, as sysfs regenerates it
         self.first: dict[str, list[str]] = {}
         for p in paths:
             with open(p) as f:
@@ -340,7 +341,14 @@ class FiringIrqs:
             # whole (renamed over), as the kernel's file never reads torn: benchmarks/memory.py
             # advances the tree while nettop reads it, and a half-written count fell back to
             # reading the 185 MB /proc/interrupts of the 1,024-CPU tree
-            _w(Path(p), ",".join(parts) + "\n")
+            if self.in_place:  # only for a reader in the same thread: it cannot read it torn
+                fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+                try:
+                    os.write(fd, (",".join(parts) + "\n").encode())
+                finally:
+                    os.close(fd)
+            else:
+                _w(Path(p), ",".join(parts) + "\n")
 
     def restore(self) -> None:
         """The files as they were."""

@@ -26,8 +26,9 @@ On the live kernel each followed IRQ's file is opened once and read again with
 `pread(fd, 0)` (kernfs regenerates a seq_file read from offset 0): one system call per
 IRQ per tick instead of open, read and close, ~1.5 us instead of ~9 us here. At most
 `max_open` (a quarter of RLIMIT_NOFILE, up to 1,024) are held; the rest are opened each
-time. A captured tree is always opened afresh: a generated tree that advances replaces
-its files by rename, and a held descriptor would keep reading the old one. Files opened
+time. A captured tree is opened afresh: a generated tree that advances replaces its files
+by rename, and a held descriptor would keep reading the old one (a tree rewritten in
+place, `SysRoot.in_place`, is held as the live kernel is). Files opened
 afresh are opened relative to the /sys/kernel/irq directory, held open ("N/per_cpu_count":
 two path components to walk, not the root's whole path).
 
@@ -138,7 +139,7 @@ class SysfsIrqReader:
         """The table for this tick, or None (see `fallback_reason`): then the caller reads
         /proc/interrupts. `full`: the caller's `want` grew, evaluate it again."""
         base = root.join(DIR)
-        self._hold = root.live and self.max_open > 0
+        self._hold = (root.live or root.in_place) and self.max_open > 0
         try:
             st = os.stat(base)
         except OSError:

@@ -18,6 +18,11 @@ class SysRoot:
     """A directory holding `proc/` and `sys/` as the kernel would present them."""
 
     path: str = "/"
+    # the tree's changing files are rewritten in place (same inode, one write), as the
+    # kernel regenerates its own: a reader may hold them open and read them again from
+    # offset 0, as on the live kernel (benchmarks/record_cost.py's advancing tree); a
+    # capture or a tree advanced by rename is opened afresh
+    in_place: bool = False
 
     @property
     def live(self) -> bool:
