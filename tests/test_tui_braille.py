@@ -80,6 +80,71 @@ def test_each_point_lands_on_its_dot_and_consecutive_points_are_joined():
     assert {dx for dx, _ in got} == set(range(0, cols_d + 1))
 
 
+def reference_line(canvas: braille.Canvas, xs, ys, x0: float, x1: float, top: float,  # type: ignore[no-untyped-def]
+                   series: int, dashed: bool = False) -> None:
+    """What `Canvas.line` draws, one `span` per dot column a pair of points covers: each
+    column from the previous column's height to its own; a break at a missing value or
+    a gap of more than three usual steps."""
+    cols_d, rows_d = 2 * canvas.cols - 1, 4 * canvas.rows - 1
+    if x1 <= x0 or top <= 0 or not xs:
+        return
+    canvas.dashed = dashed
+    sx, sy = cols_d / (x1 - x0), rows_d / top
+    steps = sorted(b - a for a, b in zip(xs, xs[1:]) if b > a)
+    gap = 3 * (steps[len(steps) // 2] if steps else 0.0) or math.inf
+    start = max(0, sum(1 for x in xs if x < x0) - 1)
+    prev = None
+    for x, y in zip(xs[start:], ys[start:]):
+        if x > x1:
+            break
+        if y is None or y != y:
+            prev = None
+            continue
+        dx, dy = int((x - x0) * sx + 0.5), min(rows_d, max(0, int(y * sy + 0.5)))
+        if prev is not None and x - prev[0] <= gap:
+            ax, ay = prev[1], prev[2]
+            if dx <= ax:
+                if 0 <= dx <= cols_d:
+                    canvas.span(dx, min(ay, dy), max(ay, dy), series)
+            else:
+                last = ay
+                for c in range(ax + 1, dx + 1):
+                    yc = ay + int((dy - ay) * (c - ax) / (dx - ax) + (0.5 if dy >= ay else -0.5))
+                    if 0 <= c <= cols_d:
+                        canvas.span(c, min(last, yc), max(last, yc), series)
+                    last = yc
+        elif 0 <= dx <= cols_d:
+            canvas.span(dx, dy, dy, series)
+        prev = (x, dx, dy)
+
+
+def test_a_line_sets_the_dots_of_one_span_per_column_it_crosses():
+    """`Canvas.line` gathers a column's dots before writing its cells (a 180 s window has
+    more points than columns); the picture is the one of a span per column crossed:
+    random series with breaks, gaps, points off both edges, dashed and overdrawn."""
+    rng = random.Random(11)
+    for _ in range(1500):
+        n = rng.choice([1, 2, 5, 40, 200])
+        x0, x1 = rng.choice([(-180.0, 0.0), (-60.0, 0.0), (0.0, 10.0)])
+        step = rng.choice([0.1, 1.0, 5.0])
+        if rng.random() < 0.3:
+            xs = sorted(round(rng.uniform(x0 - 30, x1 + 10), 3) for _ in range(n))
+        else:
+            xs = [round(x1 - step * (n - i) + rng.uniform(-0.05, 0.05), 3) for i in range(n)]
+        if n > 3 and rng.random() < 0.3:  # samples missing: a gap
+            k = rng.randrange(1, n)
+            xs = sorted(x - 50 if i < k else x for i, x in enumerate(xs))
+        ys = [rng.choice([None, math.nan, 0.0, 0.0, rng.uniform(0, 1e3), rng.uniform(0, 1e9)]) for _ in xs]
+        top = rng.choice([1.0, 1000.0, 1.2e9])
+        cols, rows, dashed = rng.randint(1, 60), rng.randint(1, 16), rng.random() < 0.5
+        got, want = braille.Canvas(cols, rows), braille.Canvas(cols, rows)
+        for series, scale, dash in ((0, 1.0, False), (1, 0.5, dashed)):
+            scaled = [None if y is None else y * scale for y in ys]
+            got.line(xs, scaled, x0, x1, top, series, dash)
+            reference_line(want, xs, scaled, x0, x1, top, series, dash)
+        assert (got.bits, got.owner) == (want.bits, want.owner)
+
+
 def test_a_step_is_drawn_as_an_unbroken_edge():
     rows = braille.chart_rows(frame(braille.Line("a", (-60.0, -30.0, -29.0, 0.0), (0.0, 0.0, 100.0, 100.0))), 40, 10)
     got = dots(rows, 4, range(1, 9))

@@ -28,6 +28,10 @@ SERIES_STYLES = 6  # series roles s0..s5, reused round-robin
 _COLUMN = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 _RUN = tuple(tuple(tuple(sum(_COLUMN[side][r] for r in range(a, b + 1)) for b in range(4)) for a in range(4))
              for side in range(2))
+# _GLYPH[side][m]: the braille bits of one cell's left (0) or right (1) column whose dot
+# rows, counted from the bottom of the cell, are the set bits of the 4-bit m
+_GLYPH = tuple(tuple(sum(_COLUMN[side][3 - j] for j in range(4) if m >> j & 1) for m in range(16))
+               for side in range(2))
 _NICE = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 
 
@@ -106,7 +110,12 @@ class Canvas:
     def line(self, xs: Sequence[float], ys: Sequence[float], x0: float, x1: float, top: float,
              series: int, dashed: bool = False) -> None:
         """Draw one series, joining consecutive points; a gap of more than three usual
-        steps (samples missing, the probe stopped) is left open."""
+        steps (samples missing, the probe stopped) is left open.
+
+        A 180 s window holds more points than dot columns, and the chart redraws every
+        second or two: the points' dots are first gathered as one bitmask of dot rows
+        per dot column (bit 0 the bottom row), then each column is written into its
+        cells once, instead of one `span` per point."""
         cols_d, rows_d = 2 * self.cols - 1, 4 * self.rows - 1
         if x1 <= x0 or top <= 0 or not xs:
             return
@@ -114,35 +123,58 @@ class Canvas:
         sx, sy = cols_d / (x1 - x0), rows_d / top
         gap = 3 * _median_step(xs) or math.inf
         start = max(0, bisect.bisect_left(xs, x0) - 1)  # one point left of the edge joins in
-        prev: tuple[float, int, int] | None = None  # (x, dot column, dot row)
+        masks = [0] * (cols_d + 1)
+        px = 0.0
+        pdx = pdy = -1  # the previous point's dot column and row; -1: none (start or a break)
         for x, y in zip(xs[start:], ys[start:]):
             if x > x1:
                 break
             if y is None or y != y:  # no value (None or NaN): break the line
-                prev = None
+                pdy = -1
                 continue
             dx = int((x - x0) * sx + 0.5)
-            dy = min(rows_d, max(0, int(y * sy + 0.5)))
-            if prev is not None and x - prev[0] <= gap:
-                self._join(prev[1], prev[2], dx, dy, series)
-            elif 0 <= dx <= cols_d:
-                self.span(dx, dy, dy, series)
-            prev = (x, dx, dy)
+            dy = int(y * sy + 0.5)
+            if dy > rows_d:
+                dy = rows_d
+            elif dy < 0:
+                dy = 0
+            if pdy < 0 or x - px > gap:
+                if 0 <= dx <= cols_d:
+                    masks[dx] |= 1 << dy
+            elif dx - pdx <= 1:  # the next dot column, the same one (or out of order): one run
+                if 0 <= dx <= cols_d:
+                    masks[dx] |= (2 << dy) - (1 << pdy) if pdy <= dy else (2 << pdy) - (1 << dy)
+            else:  # each dot column from the previous column's height to its own
+                width, rise = dx - pdx, dy - pdy
+                half = 0.5 if rise >= 0 else -0.5
+                first = pdx + 1 if pdx >= -1 else 0  # columns left of the chart are not drawn
+                last = pdy if first == pdx + 1 else pdy + int(rise * (first - 1 - pdx) / width + half)
+                for c in range(first, (dx if dx < cols_d else cols_d) + 1):
+                    yc = pdy + int(rise * (c - pdx) / width + half)
+                    masks[c] |= (2 << yc) - (1 << last) if last <= yc else (2 << last) - (1 << yc)
+                    last = yc
+            px, pdx, pdy = x, dx, dy
+        self._put(masks, series)
 
-    def _join(self, ax: int, ay: int, bx: int, by: int, series: int) -> None:
-        """Dots from (ax, ay) to (bx, by), excluding the first: each dot column is filled
-        from the previous column's height to its own, so steep edges stay unbroken."""
-        cols_d = 2 * self.cols - 1
-        if bx <= ax:  # same dot column (or out of order): one vertical run
-            if 0 <= bx <= cols_d:
-                self.span(bx, min(ay, by), max(ay, by), series)
-            return
-        last, width, rise = ay, bx - ax, by - ay
-        for c in range(ax + 1, bx + 1):
-            yc = ay + int(rise * (c - ax) / width + (0.5 if rise >= 0 else -0.5))
-            if 0 <= c <= cols_d:
-                self.span(c, min(last, yc), max(last, yc), series)
-            last = yc
+    def _put(self, masks: list[int], series: int) -> None:
+        """Write each dot column's bitmask (`line`) into its cells for `series`."""
+        cols, rows, dashed = self.cols, self.rows, self.dashed
+        bits, owner = self.bits, self.owner
+        for dx, m in enumerate(masks):
+            if not m:
+                continue
+            cx = dx >> 1
+            if dashed and cx % 3 == 2:
+                continue
+            glyph = _GLYPH[dx & 1]
+            i = (rows - 1) * cols + cx  # the bottom cell; bit 0 of m is its bottom dot row
+            while m:
+                chunk = m & 0xF
+                if chunk:
+                    bits[i] |= glyph[chunk]
+                    owner[i] = series
+                m >>= 4
+                i -= cols
 
     def marker(self, dx: int) -> None:
         if not 0 <= dx < 2 * self.cols:
