@@ -157,6 +157,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self._settings_shown = None  # DrawingMixin's: what the source was last told is on screen
         self._summary_chart: tuple[tuple, float] | None = None
         self._drawn_timeline: object = None  # a replay seek replaces the source's Timeline
+        self._widget_memo: dict[object, Any] = {}  # DrawingMixin._one
         self.replaying = source.mode == "replay"
         self.seeking = 0  # replay moves under way on the worker
         self.record_error: str | None = None  # one line, shown in the notice
@@ -238,7 +239,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         return width < self.HORIZONTAL_BREAKPOINTS[1][0] or height < self.VERTICAL_BREAKPOINTS[1][0]
 
     def summary_shown(self) -> bool:
-        return self.query_one("#summary").display
+        return self._one("#summary").display
 
     def _apply_layout(self, size: Size | None = None) -> None:
         """Show the summary or the panels; a zoomed panel (1-6, z) replaces the summary."""

@@ -134,15 +134,15 @@ class DoctorMixin(TuningMixin):
         self._doctor_shown = found
         watch = self._doctor_watch()
         verdicts = list(watch.verdicts.values()) if watch is not None else []
-        table = self.query_one("#findings-table", FindingsTable)
+        table = self._one("#findings-table", FindingsTable)
         rows = [(f"f|{f.id}", FindingsTable.finding_cells(f, self._doctor_steps.get(f.id, 0))) for f in found]
         rows += [(f"v|{v.finding_id}", FindingsTable.verdict_cells(v)) for v in verdicts]
         table.sync(rows)
-        empty = self.query_one("#doctor-empty", EmptyState)
+        empty = self._one("#doctor-empty", EmptyState)
         empty.display = not rows
         table.display = bool(rows)
         target = self._doctor_config().describe()
-        self.query_one("#doctor", Panel).set_status(
+        self._one("#doctor", Panel).set_status(
             " · ".join(x for x in (self.doctor_header() or "", target,
                                    "as recorded" if self.replaying else "") if x))
 

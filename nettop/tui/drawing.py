@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from nettop.model.timeline import Point
 from nettop.tui import format as fmt
@@ -28,12 +28,15 @@ from nettop.tui.widgets import EmptyState, Panel, TextLine
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.widget import Widget
 
     from nettop.pipeline import Source
 
     _AppBase = App[None]
 else:
     _AppBase = object
+
+W = TypeVar("W", bound="Widget")
 
 HEATMAP_ABOVE_CPUS = 32
 TREND_WIDTH = 6
@@ -72,6 +75,24 @@ class DrawingMixin(_AppBase):
     _bql_order: tuple[tuple[str, int], ...] = ()  # (interface, tx queue)
     _names_shown: tuple[str, ...] = ()  # the interfaces of the last frame
     _rows_known = False  # the last frame drew the queue rows (it had rates)
+    _widget_memo: dict[object, Any]  # `_one`'s answers; the app sets it empty
+
+    @overload
+    def _one(self, selector: type[W]) -> W: ...
+    @overload
+    def _one(self, selector: str, expect_type: type[W]) -> W: ...
+    @overload
+    def _one(self, selector: str) -> Widget: ...
+
+    def _one(self, selector: Any, expect_type: Any = None) -> Any:
+        """`query_one`, remembered: the live view composes its widgets once and never
+        replaces them, and each frame asks for a score of them (a query parses its
+        selector and looks it up every time)."""
+        widget = self._widget_memo.get(selector)
+        if widget is None:
+            widget = self._widget_memo[selector] = (self.query_one(selector) if expect_type is None
+                                                    else self.query_one(selector, expect_type))
+        return widget
 
     # hooks: doctor_panel.DoctorMixin, which the app mixes in, draws the findings panel
     # and counts the findings for the header (as TuningMixin.experiment_disabled)
@@ -89,9 +110,9 @@ class DrawingMixin(_AppBase):
 
     def selected_queue(self) -> Any:
         """The queue row under the queues table's cursor (None before the first sample)."""
-        if self.latest is None or self.query_one("#summary").display:
+        if self.latest is None or self._one("#summary").display:
             return None  # the summary has no cursor: tuning keys ask to pick a queue (1)
-        table = self.query_one(QueueTable)
+        table = self._one(QueueTable)
         keys = table.row_keys()
         if not keys:
             return None
@@ -109,7 +130,7 @@ class DrawingMixin(_AppBase):
         self._draw_doctor(point)
         self._draw_header(point)
         self._draw_notice(point)
-        if self.query_one("#summary").display:  # the panels are hidden: drawn when shown
+        if self._one("#summary").display:  # the panels are hidden: drawn when shown
             self._draw_summary(point, names)
             self._show_settings()
             return
@@ -135,8 +156,8 @@ class DrawingMixin(_AppBase):
         are not known (the first point has no rates; a table not laid out yet)."""
         names = self._names_shown
         rows: dict[str, frozenset[tuple[str, int]]] | None = None
-        qspan, bspan = self.query_one(QueueTable).shown_span(), self.query_one(BqlTable).shown_span()
-        if not self.query_one("#summary").display and self._rows_known and qspan and bspan:
+        qspan, bspan = self._one(QueueTable).shown_span(), self._one(BqlTable).shown_span()
+        if not self._one("#summary").display and self._rows_known and qspan and bspan:
             drawn: dict[str, set[tuple[str, int]]] = {n: set() for n in names}
             for name, kind, index in self._queue_order[qspan[0]:qspan[1]]:
                 drawn.setdefault(name, set()).add((kind, index))
@@ -187,7 +208,7 @@ class DrawingMixin(_AppBase):
         if probes is not None:
             parts.insert(doctor_at + 1, probes)
         parts[doctor_at:doctor_at] = [t for t in (self.doctor_header(),) if t]
-        self.query_one("#header", TextLine).set(" │ ".join(parts))
+        self._one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_replay_header(self, point: Point | None) -> None:
         src, pb = self.source, self.source.playback()
@@ -216,7 +237,7 @@ class DrawingMixin(_AppBase):
             parts.append(probes)
         at = 2 if pb is not None and pb.of_capture else 1  # a capture's time first: 80 columns cut the rest
         parts[at:at] = [t for t in (self.doctor_header(),) if t]
-        self.query_one("#header", TextLine).set(" │ ".join(parts))
+        self._one("#header", TextLine).set(" │ ".join(parts))
 
     def _draw_notice(self, point: Point | None = None) -> None:
         point = point or self.latest
@@ -227,7 +248,7 @@ class DrawingMixin(_AppBase):
             text = model.root_notice(point.snapshot, self.source.is_root) if point is not None else None
         if self.record_error is not None:
             text = self.record_error + (f" │ {text}" if text else "")
-        notice = self.query_one("#notice", TextLine)
+        notice = self._one("#notice", TextLine)
         if text is None:
             if notice.display:
                 notice.display = False
@@ -257,12 +278,12 @@ class DrawingMixin(_AppBase):
                 getattr(self, "_doctor_shown", []), key=lambda f: -f.severity.value)],
             cpu_nodes=self.source.cpu_nodes,
         )
-        box = self.query_one("#summary")
+        box = self._one("#summary")
         width, height = box.size
         if width <= 0 or height <= 0:
             return  # not laid out yet: drawn again once it is (on_resize)
         lines = summary_lines(data, width, height)
-        view, chart = self.query_one(SummaryView), self.query_one("#summary-chart", ThroughputChart)
+        view, chart = self._one(SummaryView), self._one("#summary-chart", ThroughputChart)
         with_chart = height - len(lines) >= CHART_MIN_LINES
         rows = len(lines) if with_chart else height
         if view.styles.height is None or view.styles.height.value != rows:
@@ -283,7 +304,7 @@ class DrawingMixin(_AppBase):
 
     def _draw_queues(self, point: Point, names: list[str]) -> None:
         # every queue is sorted, but only the rows drawn are joined and get a trend
-        table = self.query_one(QueueTable)
+        table = self._one(QueueTable)
         refs = model.queue_refs(point, names)
         refs.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
         table.widen("queue", label_width((r.shown_label for r in refs), 10))
@@ -308,14 +329,14 @@ class DrawingMixin(_AppBase):
                 rows = [r for r in rows if r.cpu in keep]
                 caption += f" (NUMA filter: {len(rows)} CPUs on the NIC's node)"
         heat = len(point.snapshot.online_cpus) > HEATMAP_ABOVE_CPUS
-        table, heatmap = self.query_one(CpuTable), self.query_one(CpuHeatmap)
+        table, heatmap = self._one(CpuTable), self._one(CpuHeatmap)
         if table.display == heat:
             table.display, heatmap.display = not heat, heat
         if heat:
             heatmap.show(rows, caption, self.source.cpu_nodes)
         else:
             table.sync([(str(r.cpu), CpuTable.cells(r)) for r in rows])
-        self.query_one("#cpus", Panel).set_status(caption.split("(", 1)[-1].rstrip(")") if "(" in caption else "")
+        self._one("#cpus", Panel).set_status(caption.split("(", 1)[-1].rstrip(")") if "(" in caption else "")
 
     def _draw_throughput(self, point: Point, names: list[str]) -> None:
         rows = []
@@ -340,10 +361,10 @@ class DrawingMixin(_AppBase):
                 (fmt.si(lr.tx_packets_per_s if lr else None), ""),
                 (fmt.si(drops), "hot" if drops else ""),
             )))
-        table = self.query_one(IfaceTable)
+        table = self._one(IfaceTable)
         table.widen("if", label_width([f"{n} {fmt.SESSION_MARK}" if n in carried else n for n in names], 10))
         table.sync(rows)
-        chart = self.query_one("#throughput-chart", ThroughputChart)
+        chart = self._one("#throughput-chart", ThroughputChart)
         events = self.source.timeline.events()
         plotted = model.busiest(rates, names, CHART_LINES_MAX)
         key = (tuple(plotted), len(events))
@@ -355,20 +376,20 @@ class DrawingMixin(_AppBase):
             chart.show(model.throughput_of(self.source.timeline, plotted, self.window_s), markers, self.window_s)
 
     def _draw_qdisc(self, point: Point, names: list[str]) -> None:
-        qt = self.query_one(QdiscTable)
+        qt = self._one(QdiscTable)
         rows = model.qdisc_rows(point, names)
         qt.widen("if", label_width((r.ifname for r in rows), 10))
         qt.sync_visible([(r.key, partial(QdiscTable.cells, r)) for r in rows])  # mq: a child per queue
         brows = model.bql_rows(point.snapshot, names)
-        bt = self.query_one(BqlTable)
+        bt = self._one(BqlTable)
         bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14))
         bt.sync_visible([(r.key, partial(BqlTable.cells, r)) for r in brows])
         self._bql_order = tuple((r.ifname, r.queue) for r in brows)
 
     def _draw_latency(self, point: Point) -> None:
         series = model.latency_series_of(self.source.timeline, self.window_s)
-        chart, table = self.query_one(LatencyChart), self.query_one(LatencyTable)
-        empty = self.query_one("#latency-empty")
+        chart, table = self._one(LatencyChart), self._one(LatencyTable)
+        empty = self._one("#latency-empty")
         if not series:
             if chart.display:
                 chart.display = table.display = False
@@ -398,16 +419,16 @@ class DrawingMixin(_AppBase):
     def _draw_ebpf(self, point: Point) -> None:
         sample = point.snapshot.ebpf
         switch = self.source.probe_switch
-        panel = self.query_one("#ebpf", Panel)
+        panel = self._one("#ebpf", Panel)
         busy = switch is not None and switch.state != "off"
         if sample is None and not busy and not panel.display:
             return
         if not panel.display:
             panel.display = True
-        empty = self.query_one("#ebpf-empty", EmptyState)
+        empty = self._one("#ebpf-empty", EmptyState)
         tables: list[NapiTable | SoftirqTable | HardirqTable | DropTable] = [
-            self.query_one(NapiTable), self.query_one(SoftirqTable), self.query_one(HardirqTable),
-            self.query_one(DropTable)]
+            self._one(NapiTable), self._one(SoftirqTable), self._one(HardirqTable),
+            self._one(DropTable)]
         if sample is None:
             if switch is not None and switch.state == "compiling":
                 text = "eBPF: compiling the probes (a few seconds; sampling goes on)…"
