@@ -27,6 +27,7 @@ import os
 import select
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any, ClassVar, Iterable
 
@@ -38,6 +39,7 @@ from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer
 
 from nettop.model.timeline import Event, Point
@@ -158,6 +160,8 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self._summary_chart: tuple[tuple, float] | None = None
         self._drawn_timeline: object = None  # a replay seek replaces the source's Timeline
         self._widget_memo: dict[object, Any] = {}  # DrawingMixin._one
+        self._terminal_timer: Timer | None = None  # _check_terminal's, on a terminal
+        self._terminal_checked = 0.0  # monotonic time of the last check
         self.replaying = source.mode == "replay"
         self.seeking = 0  # replay moves under way on the worker
         self.record_error: str | None = None  # one line, shown in the notice
@@ -207,15 +211,27 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         self._apply_layout()
         self.source.start(self._wake)
         if not self.is_headless:
-            self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
+            self._terminal_timer = self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
 
     def _check_terminal(self) -> None:
         """The terminal went away and no SIGHUP came (nettop in a session of its own, or
         under nohup, when the pty closed): Textual's input thread then spins on the end of
         input at a whole CPU while nothing can be shown, for ever. That is a hang-up: the
         SIGHUP handler (install_hangup) reverts what must be reverted and ends nettop."""
+        self._terminal_checked = time.monotonic()
         if terminal_gone(sys.__stdin__):
             os.kill(os.getpid(), signal.SIGHUP)
+
+    def _check_terminal_on_tick(self) -> None:
+        """While samples arrive, their frame asks (once per TERMINAL_CHECK_S) and the timer
+        starts over, so it only fires when none came for that long (paused, a long
+        interval): one wake-up of the app a second fewer."""
+        timer = self._terminal_timer
+        if timer is None:
+            return
+        timer.reset()
+        if time.monotonic() - self._terminal_checked >= TERMINAL_CHECK_S:
+            self._check_terminal()
 
     def on_resize(self, event: events.Resize) -> None:
         diff = getattr(self._driver, "screen_diff", None)
@@ -291,6 +307,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         tap = self.source.tap
         if tap is not None and tap.error is not None and not tap.active:
             self._recording_failed(tap.error)
+        self._check_terminal_on_tick()
         own = self.source.own_cpu_percent()  # once per sample, so the % covers one interval
         if own is not None:
             self._own_cpu = own
