@@ -110,15 +110,17 @@ def test_steady_state_output_is_a_small_part_of_a_full_screen():
     assert 0 < per_tick < first_screen / 5, (per_tick, first_screen)
 
 
-def test_a_terminal_that_goes_away_without_a_hangup_ends_the_live_view():
+@pytest.mark.parametrize("interval", ["0.2", "60"])
+def test_a_terminal_that_goes_away_without_a_hangup_ends_the_live_view(interval):
     """The pty closes and no SIGHUP comes (nettop in a session of its own, as under nohup):
     Textual's input thread would spin on the end of input at a whole CPU for ever, and
     SIGTERM could not end it (its shutdown blocked on a dead writer). nettop notices within
-    a second and ends as on a hang-up; SIGTERM always ends it."""
+    a second and ends as on a hang-up; SIGTERM always ends it. Samples every 0.2 s: their
+    frames ask; one sample a minute: the check's own timer does."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color"}
-    proc = subprocess.Popen([sys.executable, "-m", "nettop.cli", "-i", "0.2", "--iface", "lo"], stdin=slave,
+    proc = subprocess.Popen([sys.executable, "-m", "nettop.cli", "-i", interval, "--iface", "lo"], stdin=slave,
                             stdout=slave, stderr=slave, env=env, start_new_session=True)
     os.close(slave)
     got = b""
