@@ -395,31 +395,109 @@ def test_int_table_is_the_walk_of_each_value():
             assert fast is None and ints == []
 
 
-@pytest.mark.parametrize("a, b", [(0, 0.0), (0, False), (1, True), (1.0, True), ("0", 0), (None, [])])
-def test_shape_tells_apart_what_equality_does_not(a, b):
-    """The Writer reuses a skeleton's JSON while the tree's fingerprint is the same, so
-    two trees that compare equal but dump differently (0 and 0.0 and False) must differ."""
+@pytest.mark.parametrize("a, b", [(0, 0.0), (0, False), (1, True), (1.0, True), ("0", 0), (None, []), (0.0, -0.0),
+                                  ({"n": 2, "c": "X"}, {"c": "X", "n": 2})])
+def test_same_tree_tells_apart_what_equality_does_not(a, b):
+    """The Writer reuses a skeleton's JSON while the tree is the same as the last one, so
+    two trees that compare equal but dump differently (0 and 0.0 and False, -0.0, a
+    mapping's key order) must not be the same."""
     ta, tb = {"k": [1, 2], "v": [{"c": "X", "f": [a, "s"]}]}, {"k": [1, 2], "v": [{"c": "X", "f": [b, "s"]}]}
     assert codec.skeleton_text(ta) != codec.skeleton_text(tb)
-    assert codec.shape(ta) != codec.shape(tb)
-    assert codec.shape(ta) == codec.shape({"k": [1, 2], "v": [{"c": "X", "f": [a, "s"]}]})
+    assert not codec.same_tree(ta, tb) and not codec.same_tree(tb, ta)
+    assert codec.same_tree(ta, json.loads(json.dumps(ta)))  # equal, and no object shared
 
 
-def test_shape_of_equal_trees_does_not_depend_on_what_else_holds_their_values():
+def test_same_tree_of_equal_trees_does_not_depend_on_what_they_share():
     """The Writer walks each sample into a fresh tree that shares sub-trees with the last
-    one's (codec.IntParts.remembered); the fingerprint must be the same for equal trees
-    however their values are shared or referenced, or every such sample pays the JSON
-    (marshal's default format writes a value held elsewhere too as a back-reference)."""
+    one's (codec.IntParts.remembered, per-CPU rows); equal trees are the same however
+    their values are shared or referenced."""
     def tree(name: str, row: list) -> dict:
         return {"irqs": [[name, row], [name, row]], "names": [name, "eth0"]}
 
     one = tree("".join(["mlx5_comp", "0@pci:0000:3b:00.0"]), ["#", 4, 1.0])
-    held = [one["names"][0], one["irqs"][0][1]]  # a second holder, as the last sample's tree
     two = tree("".join(["mlx5_comp", "0@pci:0000:3b:00.0"]), ["#", 4, 1.0])
     three = {"irqs": [[n, list(r)] for n, r in two["irqs"]], "names": [str(x) for x in two["names"]]}
     assert codec.skeleton_text(one) == codec.skeleton_text(two) == codec.skeleton_text(three)
-    assert codec.shape(one) == codec.shape(two) == codec.shape(three)
-    assert held
+    assert codec.same_tree(one, two) and codec.same_tree(two, three) and codec.same_tree(one, one)
+    row = {"c": "CpuTimes", "f": {"n": 9}}
+    assert codec.same_tree([row] * 5, [dict(row)] * 5) and not codec.same_tree([row] * 5, [row] * 4 + [{"c": "CpuTimes"}])
+
+
+_leaves = st.one_of(st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.5, True, False, None, "a", "b", ""]))
+_trees = st.recursive(_leaves, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.dictionaries(st.sampled_from(["c", "f", "k", "v", "n"]), kids, max_size=3)),
+    max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_trees, _trees, st.booleans())
+def test_same_tree_means_the_same_json(a, b, share):
+    """Whatever two trees hold, same_tree says so only when their JSON is the same, and it
+    says so for a tree and a copy of it (shared parts or none)."""
+    if share:  # b shares a's sub-trees where it can, as the Writer's trees do
+        b = [a, b, a] if isinstance(b, list) else {"v": a, "k": b}
+        a = [a, json.loads(json.dumps(b))[1] if isinstance(b, list) else b, a] if isinstance(b, list) else {"v": a, "k": b["k"]}
+    if codec.same_tree(a, b):
+        assert codec.skeleton_text(a) == codec.skeleton_text(b)
+    assert codec.same_tree(a, json.loads(json.dumps(a)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_pack_ordered_is_pack_diffs_of_the_permuted_differences(data):
+    """The Writer packs a chain's differences from walk order (codec.pack_ordered, only
+    the non-zero ones placed): the very bytes of permuting them all first, and
+    `Order.place` is the inverse of `perm`."""
+    np = numpy()
+    n = data.draw(st.integers(2, 120))
+    a = data.draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))
+    b = [x + data.draw(st.sampled_from([0, 0, 1, -4, 70])) for x in a]
+    order = codec.Order.between(a, b, by_size=True)
+    d = np.array(data.draw(st.lists(st.one_of(st.just(0), st.integers(-(2 ** 63) + 1, 2 ** 63 - 1)),
+                                    min_size=n, max_size=n)), dtype=np.int64)
+    want = codec.pack_diffs(d[order.perm()])
+    assert codec.pack_ordered(d.copy(), order) == want
+    assert codec.pack_ordered(d.copy(), order, np.empty(n, dtype=np.int64)) == want
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order.perm()] = np.arange(n)
+    assert order.place(np.arange(n)).tolist() == inverse.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 12), st.integers(2, 5), st.sampled_from([0, 2 ** 61 - 1, 2 ** 61, -(2 ** 61) - 1, 2 ** 63 - 1]),
+       st.sampled_from([0, 2 ** 61, 2 ** 63, -(2 ** 63) - 1]), st.booleans())
+def test_the_writers_vector_holds_tables_and_irq_grids_as_split_does(nirqs, width, cpu_big, total_big, shuffled):
+    """IntParts keeps a CpuTable's array and a table's IRQs taken in bulk (IrqGrid) as
+    blocks: the vector is `split`'s ints in the same order, None when one does not fit 64
+    bits, and it says whether it is a small_vector as small_vector does."""
+    from nettop.model.cpu_table import CpuTable
+
+    np = numpy()
+    rows = np.arange(12 * 11, dtype=np.int64).reshape(12, 11)
+    rows[:, 0] = np.arange(100, 112)
+    rows[3, 4] = cpu_big
+    cpu = CpuTable(CpuTimes, rows)
+    counts = (np.arange(nirqs * width, dtype=np.int64).reshape(nirqs, width) * 3 + 2 ** 32 - 40).astype(np.uint32)
+    m = CountMatrix(tuple(range(40, 40 + nirqs)), counts)
+    keys = list(reversed(range(nirqs))) if shuffled else list(range(nirqs))
+    irqs = {40 + i: Irq(40 + i, "PCI-MSIX", f"{i}-edge", f"q{i}", CountRow(m, i), int(counts[i].sum()) + i
+                        + (total_big if i == 1 else 0)) for i in keys}
+    table = InterruptTable(tuple(range(width)), irqs, {"LOC": (1, 2)})
+    seen: dict = {}
+    for _ in range(2):  # the second walk takes the IRQs in bulk (heads as last time)
+        obj = (cpu, table, (7, 8))
+        want = codec.split(obj)
+        parts = codec.IntParts(seen)
+        tree = codec._enc(obj, parts, [])
+        assert codec.skeleton_text(tree) == want[0] and parts.ints() == want[1]
+        vec, small = parts.vector()
+        if any(not -(2 ** 63) <= x < 2 ** 63 for x in want[1]):
+            assert vec is None and not small
+        else:
+            assert vec.tolist() == want[1] and small == codec.small_vector(vec)
+        seen = parts.kept
+    bulk = [type(x).__name__ for x in parts if not isinstance(x, int)]
+    assert ("IrqGrid" in bulk) == (nirqs > 8 and not shuffled) and "ndarray" in bulk  # (a table of 9 or more)
 
 
 def test_the_writer_stores_a_changed_skeleton_even_when_it_compares_equal(two_reads, tmp_path):

@@ -21,7 +21,7 @@ import array
 import dataclasses
 import functools
 import json
-import marshal
+import math
 import operator
 import struct
 import sys
@@ -125,12 +125,57 @@ def split(snap: S.Snapshot) -> tuple[str, list[int], list[float]]:
     return json.dumps(tree, separators=(",", ":")), ints, floats
 
 
+class IrqGrid:
+    """The ints of a table's IRQs taken in bulk (`IntParts.irq_table`) when they are the
+    rows of one count matrix in its order (the sysfs reader's table): for each IRQ its
+    number, its row of counts and its total less the row's sum. One element of an
+    `IntParts` for them all, copied into the vector as one strided block."""
+
+    __slots__ = ("nums", "matrix", "diffs")
+
+    def __init__(self, nums: list[int], matrix: Any, diffs: list[int]) -> None:
+        self.nums, self.matrix, self.diffs = nums, matrix, diffs
+
+    def __len__(self) -> int:
+        r, width = self.matrix.values.shape
+        return int(r * (width + 2))
+
+    def tolist(self) -> list[int]:
+        out: list[int] = []
+        for num, row, diff in zip(self.nums, self.matrix.values.tolist(), self.diffs):
+            out.append(num)
+            out.extend(row)
+            out.append(diff)
+        return out
+
+    def fill(self, out: Any) -> bool:
+        """Write the ints into `out` (an int64 array of len(self)); whether all of them are
+        `small_vector` values. OverflowError when a number or total does not fit 64 bits."""
+        np = numpy()
+        values = self.matrix.values
+        r, width = values.shape
+        grid = out.reshape(r, width + 2)
+        edges = np.array(self.nums + self.diffs, dtype=np.int64)  # one flat list: numpy takes a nested one slowly
+        grid[:, 0] = edges[:r]
+        grid[:, 1:width + 1] = values
+        grid[:, width + 1] = edges[r:]
+        return _small_block(values) and small_vector(edges)
+
+
+def _small_block(values: Any) -> bool:
+    """`small_vector` of an integer array of any width: one of 32 bits or less always is."""
+    return values.dtype.itemsize <= 4 or small_vector(values.ravel())
+
+
 class IntParts(list):
-    """`split_parts`' int vector: the walk's ints, but each IRQ's `CountRow` in its place
-    as one element (its numpy row, not ~1,000 Python ints), `rows` their positions.
+    """`split_parts`' int vector: the walk's ints, but blocks of them left as arrays, each
+    one element in its place, `rows` their positions: each IRQ's `CountRow` (its numpy
+    row, not ~1,000 Python ints), a table's IRQs taken in bulk (`IrqGrid`), and the
+    int64 array of a `CpuTable` (a big host's per-CPU file as its reader parsed it).
 
     At 1,024 CPUs the count rows are ~530,000 of a sample's ~560,000 ints; turning them
-    into Python ints and back into an array cost the recorder ~25 ms a sample."""
+    into Python ints and back into an array cost the recorder ~25 ms a sample, and the
+    per-CPU tables' ~21,000 a further ~0.8 ms."""
 
     __slots__ = ("rows", "seen", "kept", "sums")
 
@@ -228,12 +273,22 @@ class IntParts(list):
             return pieces
         if self.sums is None or self.sums[0] is not m:
             self.sums = (m, m.values.sum(axis=1, dtype="u8").tolist())
-        diffs = list(map(operator.sub, totals, map(self.sums[1].__getitem__, map(_ROW, counts))))
+        at = list(map(_ROW, counts))
+        diffs = list(map(operator.sub, totals, map(self.sums[1].__getitem__, at)))
         start = len(self)
-        self.extend(chain.from_iterable(zip(nums, counts, diffs)))
-        self.rows.extend(range(start + 1, start + 3 * len(values), 3))
+        if len(at) == len(m.irqs) and at == list(range(len(at))):  # the matrix's rows in order
+            self.rows.append(start)
+            self.append(IrqGrid(nums, m, diffs))
+        else:
+            self.extend(chain.from_iterable(zip(nums, counts, diffs)))
+            self.rows.extend(range(start + 1, start + 3 * len(values), 3))
         self.kept[_IRQ_TABLE] = last  # type: ignore[index]
         return pieces
+
+    def block(self, values: Any) -> None:
+        """Append the ints of an int64 array (a `CpuTable`'s, in C order) as one element."""
+        self.rows.append(len(self))
+        self.append(values.ravel())
 
     def ints(self) -> list[int]:
         """The vector as `split` gives it."""
@@ -243,7 +298,8 @@ class IntParts(list):
         start = 0
         for pos in self.rows:
             out.extend(self[start:pos])
-            out.extend(self[pos].array.tolist())
+            block = self[pos]
+            out.extend(block.array.tolist() if type(block) is CountRow else block.tolist())
             start = pos + 1
         out.extend(self[start:])
         return out
@@ -253,6 +309,12 @@ class IntParts(list):
         signed (then it can only be stored as lists, `pack_ints`). `buffer(n)`: an int64
         array of n to fill, for a caller that reuses its memory (a fresh 4.5 MB array is
         ~1,100 page faults, ~1 ms in a VM, each sample)."""
+        return self.vector(buffer)[0]
+
+    def vector(self, buffer: Callable[[int], Any] | None = None) -> tuple[Any, bool]:
+        """(`array`, whether it is a `small_vector`), the second known from the blocks'
+        widths and a look at the few values not in a count matrix: the Writer's test of
+        all ~560,000 values at 1,024 CPUs was ~0.2 ms a sample."""
         np = numpy()
         rows = self.rows
         start, plain = 0, []
@@ -263,37 +325,32 @@ class IntParts(list):
         try:
             flat = np.array(list(chain.from_iterable(plain)), dtype=np.int64)
         except OverflowError:
-            return None
+            return None, False
+        small = small_vector(flat)
         if not rows:
-            return flat
-        first: CountRow = self[rows[0]]
-        m, width, r = first.matrix, len(first), len(rows)
-        n = len(flat) + width * r
+            return flat, small
+        blocks = [self[pos] for pos in rows]
+        n = len(flat) + sum(map(len, blocks))
         out = buffer(n) if buffer is not None else np.empty(n, dtype=np.int64)
-        # the sysfs reader's table: the matrix's rows in order, the same few ints between
-        # each (an IRQ's total and the next one's number): one strided copy of the matrix
-        # and one of the gaps, not two slices per IRQ
-        gap = rows[1] - rows[0] - 1 if r > 1 else 0
-        if (r == m.values.shape[0] and all(self[pos].matrix is m and self[pos].i == k for k, pos in enumerate(rows))
-                and all(b - a - 1 == gap for a, b in zip(rows, rows[1:])) and len(plain[-1]) >= gap):
-            head = len(plain[0])
-            grid = out[head:head + r * (width + gap)].reshape(r, width + gap)
-            grid[:, :width] = m.values
-            if gap:
-                grid[:-1, width:] = flat[head:head + (r - 1) * gap].reshape(r - 1, gap)
-            out[:head] = flat[:head]
-            out[head + r * width + (r - 1) * gap:] = flat[head + (r - 1) * gap:]
-            return out
-        arrays = [self[pos].array for pos in rows]
         at = taken = 0
-        for part, row in zip(plain, arrays):
+        for part, block in zip(plain, blocks):
             k = len(part)
             out[at:at + k] = flat[taken:taken + k]
             at, taken = at + k, taken + k
-            out[at:at + len(row)] = row
-            at += len(row)
+            k = len(block)
+            t = type(block)
+            if t is IrqGrid:
+                try:
+                    small = block.fill(out[at:at + k]) and small
+                except OverflowError:
+                    return None, False
+            else:
+                values = block.array if t is CountRow else block
+                out[at:at + k] = values
+                small = small and _small_block(values)
+            at += k
         out[at:] = flat[taken:]
-        return out
+        return out, small
 
 
 # Settings the collectors keep as the same object from tick to tick until they read
@@ -315,19 +372,55 @@ def skeleton_text(tree: Any) -> str:
     return json.dumps(tree, separators=(",", ":"))
 
 
-def shape(tree: Any) -> bytes | None:
-    """A fingerprint of a skeleton tree: equal fingerprints are equal JSON. marshal keeps
-    every type apart (0, 0.0 and False, which `==` does not) and is ~5x faster than the
-    JSON at 1,024 CPUs (1-1.5 against 6-7 ms a sample). Format 2, not the default: from
-    format 3 on, marshal writes an object met twice as a back-reference when something
-    else also holds it (its reference count), so two equal trees, one holding a value
-    the last sample also held, differed; at 1,024 CPUs every other sample paid the JSON
-    and its SHA-1 for nothing. Format 2 writes values only. None when marshal cannot
-    take it."""
-    try:
-        return marshal.dumps(tree, 2)
-    except ValueError:
-        return None
+_SCALARS = frozenset((int, str, bool, type(None)))  # equal values of one of these types dump alike
+
+
+def same_tree(a: Any, b: Any) -> bool:
+    """Whether two skeleton trees dump to the same JSON (`skeleton_text`), without dumping
+    them: True only for the same structure with values of the same types (0, 0.0 and
+    False compare equal but dump differently) and floats of the same sign. A sub-tree
+    that is the same object in both (the Writer reuses the last sample's pieces: kept
+    settings, an IRQ table's skeletons, per-CPU rows) is not looked into, and lists of
+    equal plain values are compared at C speed, so two 1,024-CPU samples' trees compare
+    in a small part of what a fingerprint of the whole tree took (`marshal`, ~1.3 ms).
+    False may also mean "not known to be the same" (a NaN, a value of another type):
+    the caller then dumps the tree, which is never wrong."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is list:
+        return len(a) == len(b) and _same_items(a, b)
+    if t is dict:
+        keys = list(a)
+        return (keys == list(b) and set(map(type, keys)) <= {str}
+                and _same_items(list(a.values()), list(b.values())))
+    if t in _SCALARS:
+        return bool(a == b)
+    if t is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return False
+
+
+def _same_items(a: list[Any], b: list[Any]) -> bool:
+    """`same_tree` of two lists of the same length, item by item: in C for plain values
+    (a mapping's keys) and for items that are the same object in both."""
+    kinds = list(map(type, a))
+    if kinds != list(map(type, b)):
+        return False
+    if set(kinds) <= _SCALARS:
+        return a == b  # of one type each: equal values dump alike
+    last: tuple[Any, Any] | None = None
+    for x, y in compress(zip(a, b), map(operator.is_not, a, b)):
+        if type(x) in _SCALARS:
+            if x != y:
+                return False
+        elif last is None or x is not last[0] or y is not last[1]:  # not a row's skeleton repeated ([row] * n)
+            if not same_tree(x, y):
+                return False
+            last = (x, y)
+    return True
 
 
 def _enc(obj: Any, ints: list[int], floats: list[float]) -> Any:
@@ -414,12 +507,12 @@ def _int_table(values: list[Any], ints: list[int]) -> list[Any] | None:
     n = len(skeleton)
     if all(v == 0 and type(v) is int for v in skeleton):
         ints.extend(chain.from_iterable(rows))
-        return [{"c": _NAMES[t], "f": {"n": n} if n >= 2 else [0] * n}] * len(values)
+        return [_row_skeleton(_NAMES[t], ("n", n) if n >= 2 else [0] * n)] * len(values)
     taken = [k for k, v in enumerate(skeleton) if type(v) is int]
     if taken:
         pick = operator.itemgetter(*taken)
         ints.extend(chain.from_iterable(map(pick, rows)) if len(taken) > 1 else map(pick, rows))
-    return [{"c": _NAMES[t], "f": skeleton}] * len(values)
+    return [_row_skeleton(_NAMES[t], skeleton)] * len(values)
 
 
 def _table_columns(table: CpuTable[Any], ints: list[int]) -> list[Any]:
@@ -429,9 +522,30 @@ def _table_columns(table: CpuTable[Any], ints: list[int]) -> list[Any]:
     no row made. Its constant fields are None or bools (CpuTable's rule), the literals
     `_int_table` writes for a column alike in every row."""
     k = table.array.shape[1]
-    ints.extend(table.array.ravel().tolist())
-    fields: Any = ({"n": k} if k >= 2 else [0] * k) if not table.consts else [0] * k + list(table.consts)
-    return [{"c": _NAMES[table.cls], "f": fields}] * len(table)
+    if type(ints) is IntParts:
+        ints.block(table.array)  # left an array (IntParts.vector copies it)
+    else:
+        ints.extend(table.array.ravel().tolist())
+    fields: Any = (("n", k) if k >= 2 else [0] * k) if not table.consts else [0] * k + list(table.consts)
+    return [_row_skeleton(_NAMES[table.cls], fields)] * len(table)
+
+
+_ROW_SKELETONS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _row_skeleton(name: str, fields: list[Any] | tuple[str, int]) -> dict[str, Any]:
+    """The skeleton of a per-CPU table's row, {"c": name, "f": fields} (("n", k): a run of
+    k counters, {"n": k}), the same object for the same skeleton from sample to sample,
+    so the Writer's `same_tree` finds a table's 1,024 rows unchanged by identity. Keyed
+    by each field's type and value: 0, 0.0 and False are equal but dump differently."""
+    key = (name, fields) if type(fields) is tuple else (name, *((type(v), v) for v in fields))
+    got = _ROW_SKELETONS.get(key)
+    if got is None:
+        if len(_ROW_SKELETONS) >= 64:  # a handful of classes; never grows with time
+            _ROW_SKELETONS.clear()
+        got = {"c": name, "f": {"n": fields[1]} if type(fields) is tuple else list(fields)}
+        _ROW_SKELETONS[key] = got
+    return got
 
 
 def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
@@ -637,7 +751,7 @@ class Order:
     Built once per chain; applying it is C-speed.
     """
 
-    __slots__ = ("fwd", "_inv", "_moved", "_rest", "_perm", "n")
+    __slots__ = ("fwd", "_inv", "_moved", "_rest", "_perm", "_place", "n")
 
     def __init__(self, n: int, moved: list[int]) -> None:
         self.n = n
@@ -651,6 +765,7 @@ class Order:
         self._rest = bytes(rest)
         self._inv: Callable[[Any], tuple] | None = None
         self._perm: Any = None
+        self._place: tuple[Any, Any] | None = None  # (moved positions sorted, their ranks): `place`
         self.fwd: Callable[[Any], tuple] | None = self._forward if n > 1 else None
 
     def _forward(self, values: Any) -> tuple:
@@ -683,6 +798,26 @@ class Order:
             rest = np.flatnonzero(np.frombuffer(self._rest, dtype=np.uint8))
             self._perm = np.concatenate([np.array(self._moved, dtype=np.intp), rest.astype(np.intp, copy=False)])
         return self._perm
+
+    def place(self, walk: Any) -> Any:
+        """The storage positions of walk positions `walk` (an int array): where
+        `vector[order.perm()]` puts them. A moved position goes to its rank among the
+        moved ones, any other to the number of moved ones plus its walk position less
+        the moved positions before it. The Writer places only a sample's non-zero
+        differences (a few thousand of ~560,000 at 1,024 CPUs), not the whole vector."""
+        np = numpy()
+        walk = np.asarray(walk, dtype=np.intp)
+        if self._place is None:
+            moved = np.array(self._moved, dtype=np.intp)
+            by_pos = np.argsort(moved, kind="stable")
+            self._place = moved[by_pos], by_pos
+        at, rank = self._place
+        m = len(at)
+        if not m:
+            return walk
+        j = np.searchsorted(at, walk)  # moved positions before each
+        hit = at[np.minimum(j, m - 1)] == walk
+        return np.where(hit, rank[np.minimum(j, m - 1)], m + walk - j)
 
     @classmethod
     def between_arrays(cls, a: Any, b: Any) -> Order:
@@ -763,7 +898,42 @@ def pack_diffs(d: Any, work: tuple[Any, Any] | None = None) -> bytes:
     moved = np.not_equal(d, 0, out=work[0].view(np.bool_)[:n] if work is not None else None)
     zeros_after = int(np.argmax(moved[::-1])) if n else 0
     end = n - zeros_after if n and moved[n - 1 - zeros_after] else 0
-    head = d[:end]
+    return _pack_head(d[:end], n, work)
+
+
+def pack_ordered(d: Any, order: Order, scratch: Any = None) -> bytes:
+    """`pack_diffs(d[order.perm()])`, byte for byte, from differences `d` in walk order
+    (int64, values as `pack_diffs` takes them): only the non-zero ones are placed in
+    storage order (`Order.place`), into a head of zeros that ends at the last of them.
+    A chain's sample at 1,024 CPUs has a few thousand non-zero differences of ~560,000:
+    permuting all of them (a `take`) and then searching the result for its last non-zero
+    value read and wrote the whole vector three times more.
+
+    `scratch`: an int64 array of d's length to compute in; then `d` is overwritten (the
+    head is built in it) and no big array is allocated (the Writer's buffers)."""
+    if LZMA_FILTERS is None:
+        raise CodecError("this Python has no lzma; use pack_ints")
+    np = numpy()
+    n = len(d)
+    # nonzero of an int64 array is ~15x slower than a comparison and nonzero of its bools
+    nz = np.flatnonzero(np.not_equal(d, 0, out=scratch.view(np.bool_)[:n] if scratch is not None else None))
+    if not len(nz):
+        return _pack_head(d[:0], n, None)
+    pos = order.place(nz)
+    values = d[nz]
+    end = int(pos.max()) + 1
+    head = d[:end] if scratch is not None else np.zeros(end, dtype=np.int64)
+    head.fill(0)
+    head[pos] = values
+    return _pack_head(head, n, (scratch, head) if scratch is not None else None)
+
+
+def _pack_head(head: Any, n: int, work: tuple[Any, Any] | None) -> bytes:
+    """The blob of n differences (int64, in storage order) of which `head` holds the
+    first and the rest are 0. With `work` (two int64 arrays of at least len(head), the
+    second of which may be `head`, which is then overwritten) no array is allocated."""
+    np = numpy()
+    end = len(head)
     if work is None:
         z = ((head << 1) ^ (head >> 63)).view(np.uint64)
     else:

@@ -110,7 +110,7 @@ class Writer:
         self._key_seq = 0
         self._order: codec.Order | None = None  # of the current chain, from its first interval
         self._seen: dict[int, tuple] = {}  # the last sample's settings objects (codec.IntParts.kept)
-        self._shape: bytes | None = None  # codec.shape of the last sample's skeleton tree
+        self._tree: Any = None  # the last sample's skeleton tree (split_parts)
         self._vectors: list[Any] = []  # int64 arrays the samples' values are built in (_buffer)
         self._scratch: tuple[Any, Any] | None = None  # (_work)
         self._skeleton = ("", "")  # its JSON and SHA-1
@@ -139,19 +139,17 @@ class Writer:
         tree, parts, floats = codec.split_parts(snap, self._seen)
         self._seen = parts.kept
         # the skeleton rarely changes: its JSON and hash (~7 ms at 1,024 CPUs) only when
-        # its fingerprint (codec.shape, ~0.6 ms) does
-        shape = codec.shape(tree)
-        if shape is None or shape != self._shape:
+        # the tree is not the last one's (codec.same_tree, ~0.1 ms)
+        if self._tree is None or not codec.same_tree(tree, self._tree):
             skeleton = codec.skeleton_text(tree)
             self._skeleton = skeleton, hashlib.sha1(skeleton.encode()).hexdigest()
-            self._shape = shape
+        self._tree = tree
         skeleton, sha = self._skeleton
         seq = self._seq + 1
-        vec = parts.array(self._buffer)  # None: a value does not fit 64 bits; it is stored as lists
+        vec, small = parts.vector(self._buffer)  # None: a value does not fit 64 bits; it is stored as lists
         fits = vec is not None
         ints = None if fits else parts.ints()
         n = len(vec) if vec is not None else len(ints or ())
-        small = fits and codec.small_vector(vec)
         try:
             with self._tx():
                 cid = self._configs.get(sha)
@@ -214,7 +212,7 @@ class Writer:
                 return codec.pack_diffs(np.subtract(vec, prev, out=b), (a, b))
             d = np.add(np.subtract(vec, np.multiply(prev, 2, out=a), out=a), prev2, out=a)  # v - 2p + q
             if order is not None and order.fwd is not None:
-                return codec.pack_diffs(np.take(d, order.perm(), out=b, mode="wrap"), (a, b))  # "raise" buffers `out`; indices are valid
+                return codec.pack_ordered(d, order, b)  # overwrites d (a)
             return codec.pack_diffs(d, (b, a))
         values = vec.tolist()
         if pred == 0:
