@@ -156,8 +156,10 @@ class DrawingMixin(_AppBase):
         are not known (the first point has no rates; a table not laid out yet)."""
         names = self._names_shown
         rows: dict[str, frozenset[tuple[str, int]]] | None = None
-        qspan, bspan = self._one(QueueTable).shown_span(), self._one(BqlTable).shown_span()
-        if not self._one("#summary").display and self._rows_known and qspan and bspan:
+        summary = self._one("#summary").display
+        qspan = None if summary else self._one(QueueTable).shown_span()
+        bspan = None if summary else self._one(BqlTable).shown_span()
+        if self._rows_known and qspan and bspan:
             drawn: dict[str, set[tuple[str, int]]] = {n: set() for n in names}
             for name, kind, index in self._queue_order[qspan[0]:qspan[1]]:
                 drawn.setdefault(name, set()).add((kind, index))
