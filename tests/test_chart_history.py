@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 from nettop.model.history import ChartHistory
 from nettop.model.timeline import Timeline
@@ -92,3 +93,106 @@ def test_interfaces_that_come_and_go_cost_their_own_lifetime_not_the_window():
     assert h.nbytes() <= 1000 * 8 + 1000 * 3 * 16
     assert h.link_series("c500", 1e9) == ([-499.0, -498.0, -497.0], [4000.0] * 3, [8.0] * 3)
     assert h.link_series("c999", 1e9)[0] == [0.0]
+
+
+def _figs():  # type: ignore[no-untyped-def]
+    from hypothesis import strategies as st
+
+    from nettop.output.before_after import Figures
+
+    num = st.floats(allow_nan=False) | st.integers(min_value=-2**40, max_value=2**40).map(float)
+    opt = st.none() | num
+    return st.builds(Figures, t_wall=num, elapsed_s=num, rx_bytes_s=num, tx_bytes_s=num,
+                     busiest_link=st.sampled_from(["", "eth0", "eth1", "veth9", "ens1f0np0"]) | st.text(max_size=6),
+                     max_softirq_pct=num, softirq_cpu=st.none() | st.integers(0, 8191), drops_s=num,
+                     squeeze_s=num, worst_rtt_ms=opt, worst_loss_pct=opt, irq_s=num, t_mono=num)
+
+
+def test_the_figures_ring_gives_back_what_a_deque_of_figures_kept():
+    from hypothesis import given, settings, strategies as st
+
+    from nettop.output.before_after import FiguresRing
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.integers(1, 9), st.lists(_figs(), max_size=40))
+    def check(size, items):  # type: ignore[no-untyped-def]
+        import collections
+
+        ring, want = FiguresRing(size), collections.deque(maxlen=size)
+        for f in items:
+            ring.append(f)
+            want.append(f)
+            assert list(ring) == list(want) and len(ring) == len(want)
+        # bit for bit: -0.0 stays -0.0, a None stays None and 0.0 stays 0.0
+        for got, f in zip(ring, want):
+            assert [repr(getattr(got, k)) for k in f.__slots__] == [repr(getattr(f, k)) for k in f.__slots__]
+
+    check()
+
+
+def test_the_figures_ring_is_its_full_size_from_the_first_sample_and_forgets_old_names():
+    from nettop.output.before_after import FiguresRing
+
+    ring = FiguresRing(100)
+    empty = ring.nbytes()
+    base = figures(synthetic(2), _rates(2))
+    for i in range(2000):  # a churning host: the busiest interface is a new container's each tick
+        ring.append(dataclasses.replace(base, t_mono=float(i), busiest_link=f"c{i}"))
+        assert ring.nbytes() == empty
+    assert len(ring._names) <= 4 * 100
+    assert [(f.t_mono, f.busiest_link) for f in ring] == [(float(i), f"c{i}") for i in range(1900, 2000)]
+
+
+def test_the_live_timelines_digests_are_columns_equal_to_the_figures():
+    from nettop.output.before_after import FiguresRing
+
+    t = Timeline(max_points=300, whole_points=16, digest=figures, digest_store=FiguresRing)
+    plain = Timeline(max_points=300, whole_points=16, digest=figures)
+    for i in range(400):
+        t.append(synthetic(i))
+        plain.append(synthetic(i))
+    assert isinstance(t._digests, FiguresRing)
+    assert t.digests() == plain.digests() and len(t.digests()) == 300
+    assert t.digests()[-1] == figures(t.latest().snapshot, t.latest().rates)
+
+
+def test_a_live_timelines_events_expire_with_its_oldest_sample_and_a_whole_ones_do_not():
+    from nettop.model.timeline import Event
+
+    live = Timeline(max_points=50, whole_points=16, digest=figures)
+    whole = Timeline(max_points=50)
+    for i in range(200):
+        for t in (live, whole):
+            snap = synthetic(i)
+            t.add_event(Event(snap.t_wall, "tuning", f"change {i}"))
+            t.append(snap)
+    assert live.event_serial == whole.event_serial == 200
+    kept = [e.text for e in live.events()]
+    oldest = live.history.oldest_t_mono()
+    span = synthetic(199).t_mono - oldest
+    assert kept[-1] == "change 199" and len(kept) <= 50 + 5 / (synthetic(1).t_mono - synthetic(0).t_mono) + 1
+    assert all(e.t_wall >= synthetic(199).t_wall - span - 5.0 for e in live.events())
+    assert len(whole.events()) == 200  # the recorder's and serve's timelines keep theirs
+
+
+def test_the_window_is_the_same_whether_times_only_grow_or_stepped_back():
+    """The window's first sample is found by bisection while the kept times only grow; a
+    replay across a reboot (times fall) is scanned whole, as before."""
+    import random
+
+    rnd = random.Random(7)
+    for stepped in (False, True):
+        h = ChartHistory(max_points=500)
+        t = 1000.0
+        times = []
+        for i in range(1200):
+            t += rnd.choice((0.1, 0.3, 1.0, 1.0, 7.3))
+            if stepped and i == 900:
+                t = 5.0  # the recording's next boot
+            times.append(t)
+            h.append(SimpleNamespace(t_mono=t, latency={}), None)  # type: ignore[arg-type]
+            if i % 37 == 0 or i > 1150:
+                kept = times[-500:]
+                for w in (0.1, 0.3, 1.0, 60.0, 600.0, 1e9):
+                    now, idx = h._span(w)
+                    assert [h._t_mono[j] for j in idx] == [x for x in kept if now - x <= w]

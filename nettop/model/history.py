@@ -18,6 +18,7 @@ kept span (an interface or target that vanished) is dropped when the arrays are 
 
 from __future__ import annotations
 
+import bisect
 import math
 from array import array
 from typing import Any
@@ -97,14 +98,22 @@ class ChartHistory:
         self._slack = max(16, self.max_points // 4)
         self._t_mono = array("d")
         self._base = 0  # absolute index of _t_mono[0]
+        self._stepped_back = -1  # absolute index of the last sample whose time fell
         self._links: dict[str, _Series] = {}  # bytes/s rx, tx
         self._latency: dict[str, _Series] = {}  # ms
 
     def __len__(self) -> int:
         return min(len(self._t_mono), self.max_points)
 
+    def oldest_t_mono(self) -> float | None:
+        """The monotonic time of the oldest kept sample; None before the first."""
+        t = self._t_mono
+        return t[max(0, len(t) - self.max_points)] if t else None
+
     def append(self, snap: Snapshot, rates: Rates | None) -> None:
         at = self._base + len(self._t_mono)
+        if self._t_mono and not snap.t_mono >= self._t_mono[-1]:
+            self._stepped_back = at  # a replay across a reboot: times fell (or are NaN)
         self._t_mono.append(snap.t_mono)
         if rates is not None:
             for name, lr in rates.links.items():
@@ -141,7 +150,15 @@ class ChartHistory:
             return 0.0, []
         now = t[-1]
         start = max(0, len(t) - self.max_points)
-        return now, [i for i in range(start, len(t)) if now - t[i] <= window_s]
+        lo = start
+        if self._stepped_back < self._base + start:
+            # the kept times only grow (one monotonic clock), so the window's first sample
+            # is found by bisection: a 60 s chart over an hour's history reads 60 samples,
+            # not 3,600, a frame
+            lo = bisect.bisect_left(t, now - window_s, start, len(t))
+            while lo > start and now - t[lo - 1] <= window_s:  # the filter's own rounding decides
+                lo -= 1
+        return now, [i for i in range(lo, len(t)) if now - t[i] <= window_s]
 
     def link_series(self, name: str, window_s: float) -> tuple[list[float], list[float], list[float]]:
         """xs (seconds before the newest sample), rx and tx bits per second of interface

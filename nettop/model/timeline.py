@@ -9,7 +9,8 @@ whole, as the recorder, serve and the doctor's CLI expect.
 
 Live sampling, the recorder and replay all append snapshots here and read rates from
 here, so every consumer sees the same figures. Events (a tuning change, an interface
-appearing) are stored with their wall time so charts can draw a marker at that moment.
+appearing) are stored with their wall time so charts can draw a marker at that moment;
+in the live view (`whole_points`) they expire with the oldest kept sample.
 A Problem that a sample brings (a file that became unreadable or inconsistent, a
 counter that went backwards) is an event too, once, when it first appears.
 """
@@ -20,7 +21,7 @@ import collections
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Iterator
+from typing import Any, Callable, Deque, Iterator, Protocol
 
 from nettop.model.history import ChartHistory
 from nettop.model.rates import Rates, compute_rates
@@ -34,6 +35,16 @@ class Event:
     text: str  # one line, e.g. "rps_cpus eth0 rx-0 0 → f0"
 
 
+class DigestStore(Protocol):
+    """Where a Timeline keeps its digests: appended oldest first, bounded by itself."""
+
+    def append(self, item: Any, /) -> None: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __len__(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Point:
     """One sample and the rates over the interval that ended with it."""
@@ -43,6 +54,8 @@ class Point:
 
 
 _NEW_PROBLEMS_PER_TICK = 5
+MAX_EVENTS = 10_000
+EVENT_GRACE_S = 5.0  # a wall clock that steps back a little does not expire fresh events
 LIVE_WHOLE_POINTS = 16  # the most any screen reads whole: the doctor panel's 12, the idle fold's 10
 
 
@@ -50,14 +63,21 @@ class Timeline:
     """Thread-safe bounded history; appended by one producer, read by many."""
 
     def __init__(self, max_points: int = 3600, whole_points: int | None = None,
-                 digest: Callable[[Snapshot, Rates], Any] | None = None) -> None:
+                 digest: Callable[[Snapshot, Rates], Any] | None = None,
+                 digest_store: Callable[[int], DigestStore] | None = None) -> None:
         whole = max_points if whole_points is None else max(2, min(whole_points, max_points))
         self.max_points = max_points
         self._points: Deque[Point] = collections.deque(maxlen=whole)
         self.history = ChartHistory(max_points)
         self.digest = digest
-        self._digests: Deque[Any] = collections.deque(maxlen=max_points)
-        self._events: Deque[Event] = collections.deque(maxlen=10_000)
+        # where the digests go: a deque by default; the live view's is a preallocated ring
+        # of columns (before_after.FiguresRing), so an hour of them is not 3,600 objects
+        self._digests: DigestStore = (digest_store(max_points) if digest_store is not None
+                                      else collections.deque(maxlen=max_points))
+        self._events: Deque[Event] = collections.deque(maxlen=MAX_EVENTS)
+        self.event_serial = 0  # events ever added: a chart's cue that its markers changed
+        # whole_points (the live view): events older than the kept samples expire with them
+        self._expire_events = whole_points is not None
         self._lock = threading.Lock()
         self._problems: frozenset[str] | None = None  # the last sample's, to see new ones
 
@@ -76,11 +96,28 @@ class Timeline:
             self.history.append(snap, rates)
             if digest is not None:
                 self._digests.append(digest)
+            if self._expire_events and self._events:
+                self._expire(snap)
         return point
+
+    def _expire(self, snap: Snapshot) -> None:
+        """Drop events from before the oldest kept sample (under the lock). Nothing can
+        draw them any more: the charts, the before/after screen and the doctor's window
+        all read kept samples, and the recorder's tap has taken them the tick they came.
+        A host that makes and destroys interfaces all day would otherwise keep the last
+        10,000 appeared/vanished lines whatever the window."""
+        oldest = self.history.oldest_t_mono()
+        if oldest is None:
+            return
+        cutoff = snap.t_wall - (snap.t_mono - oldest) - EVENT_GRACE_S
+        events = self._events
+        while events and events[0].t_wall < cutoff:
+            events.popleft()
 
     def add_event(self, event: Event) -> None:
         with self._lock:
             self._events.append(event)
+            self.event_serial += 1
 
     def latest(self) -> Point | None:
         with self._lock:

@@ -9,8 +9,10 @@ reviewed in a replay or a ticket reads as it did on the screen. Pure: no kernel,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+import math
+from array import array
+from dataclasses import dataclass, fields
+from typing import Iterable, Iterator, Sequence
 
 from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot
@@ -59,6 +61,93 @@ def figures(snap: Snapshot, rates: Rates) -> Figures:
     irq = sum(r.per_s or 0.0 for i, r in rates.irqs.items() if i in nic_irqs)
     return Figures(snap.t_wall, rates.elapsed_s, rx, tx, busiest, top[0], top[1], drops, squeeze,
                    max(rtts, default=None), max(losses, default=None), irq, snap.t_mono)
+
+
+_FLOATS = tuple(f.name for f in fields(Figures) if f.name not in ("busiest_link", "softirq_cpu",
+                                                                     "worst_rtt_ms", "worst_loss_pct"))
+_OPTIONAL = ("worst_rtt_ms", "worst_loss_pct")
+
+
+class FiguresRing:
+    """The last `size` intervals' Figures as preallocated columns, oldest first.
+
+    The live view keeps an hour of these for the before/after screen. As 3,600 Figures
+    objects (each with its own floats) they were ~1.4 MB of small long-lived objects
+    made one a tick among each tick's garbage, so the heap's arenas could not be given
+    back and RSS grew through the whole first hour. As columns (8 bytes a value, the
+    interface name as an index into the names seen) the ring is its full size from the
+    first sample and costs the same after an hour as after a minute. Figures are made
+    again only when read (the b key, a report). Not thread-safe: the Timeline's lock
+    guards it."""
+
+    __slots__ = ("size", "_cols", "_opt", "_has", "_cpu", "_link", "_names", "_index", "_next", "_len")
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._cols = {name: array("d", bytes(8 * self.size)) for name in _FLOATS}
+        self._opt = {name: array("d", bytes(8 * self.size)) for name in _OPTIONAL}
+        self._has = {name: bytearray(self.size) for name in _OPTIONAL}
+        self._cpu = array("q", bytes(8 * self.size))  # softirq_cpu, -1 for None
+        self._link = array("l", bytes(array("l").itemsize * self.size))  # into _names
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._next = 0  # the slot the next append writes
+        self._len = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def append(self, f: Figures) -> None:
+        at = self._next
+        for name, col in self._cols.items():
+            col[at] = getattr(f, name)
+        for name, col in self._opt.items():
+            v = getattr(f, name)
+            self._has[name][at] = v is not None
+            col[at] = math.nan if v is None else v
+        self._cpu[at] = -1 if f.softirq_cpu is None else f.softirq_cpu
+        link = self._index.get(f.busiest_link)
+        if link is None:
+            if len(self._names) >= 4 * self.size:  # names seen outgrow the ring: keep those held
+                self._renumber()
+            link = self._index[f.busiest_link] = len(self._names)
+            self._names.append(f.busiest_link)
+        self._link[at] = link
+        self._next = (at + 1) % self.size
+        self._len = min(self._len + 1, self.size)
+
+    def _renumber(self) -> None:
+        """Forget interface names no kept interval holds (a host whose containers make and
+        destroy interfaces all day would otherwise grow the table by name, not by ring)."""
+        held = sorted({self._link[i] for i in self._slots()})
+        names = [self._names[i] for i in held]
+        new = {old: k for k, old in enumerate(held)}
+        for i in self._slots():
+            self._link[i] = new[self._link[i]]
+        self._names = names
+        self._index = {n: k for k, n in enumerate(names)}
+
+    def _slots(self) -> list[int]:
+        start = (self._next - self._len) % self.size
+        return [(start + k) % self.size for k in range(self._len)]
+
+    def __iter__(self) -> Iterator[Figures]:
+        for i in self._slots():
+            yield self._at(i)
+
+    def _at(self, i: int) -> Figures:
+        kw: dict[str, object] = {name: col[i] for name, col in self._cols.items()}
+        for name, col in self._opt.items():
+            kw[name] = col[i] if self._has[name][i] else None
+        cpu = self._cpu[i]
+        kw["softirq_cpu"] = None if cpu < 0 else cpu
+        kw["busiest_link"] = self._names[self._link[i]]
+        return Figures(**kw)  # type: ignore[arg-type]
+
+    def nbytes(self) -> int:
+        """What the columns hold (the names table aside), for tests and the benchmark."""
+        arrays = [*self._cols.values(), *self._opt.values(), self._cpu, self._link]
+        return sum(a.buffer_info()[1] * a.itemsize for a in arrays) + sum(len(b) for b in self._has.values())
 
 
 def is_aggregate(snap: Snapshot, name: str) -> bool:
@@ -131,5 +220,5 @@ def format_value(key: str, v: float | None) -> str:
     return f"{v:.1f}/s"
 
 
-__all__ = ["Comparison", "Figures", "KEYS", "LABELS", "WINDOW_S", "compare", "figures", "format_value",
+__all__ = ["Comparison", "Figures", "FiguresRing", "KEYS", "LABELS", "WINDOW_S", "compare", "figures", "format_value",
            "is_aggregate", "summary", "window"]

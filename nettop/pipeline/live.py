@@ -24,7 +24,7 @@ from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.sampler import Reader, Sampler
 from nettop.model.rates import Rates
 from nettop.model.snapshot import Snapshot
-from nettop.model.timeline import Event, Point, Timeline
+from nettop.model.timeline import DigestStore, Event, Point, Timeline
 from nettop.pipeline.source import Mailbox, Wake
 from nettop.pipeline.tap import Opener, RecordingTap
 
@@ -71,7 +71,8 @@ class LivePipeline:
                  prober: Prober | None = None, latency_target_ms: float | None = None, *,
                  doctor: bool = True, recording: Opener | None = None, probes: bool = False,
                  extra_events: Callable[[], Iterable[Event]] | None = None,
-                 whole_points: int | None = None, digest: Callable[[Snapshot, Rates], Any] | None = None) -> None:
+                 whole_points: int | None = None, digest: Callable[[Snapshot, Rates], Any] | None = None,
+                 digest_store: Callable[[int], DigestStore] | None = None) -> None:
         self.root = root
         self.prober = prober  # its results ride in each snapshot
         self._given_reader = reader  # else a HostReader is opened on start
@@ -86,7 +87,8 @@ class LivePipeline:
 
             self.captured_at = capture_time(root.path)
         # whole_points/digest: keep few whole points and compact history (the live view's)
-        self.timeline = Timeline(max_points=max_points, whole_points=whole_points, digest=digest)
+        self.timeline = Timeline(max_points=max_points, whole_points=whole_points, digest=digest,
+                                 digest_store=digest_store)
         self.cpu_nodes: Mapping[int, int] = read_cpu_nodes(root)
         self.doctor: Watch | None = Watch(DoctorConfig(latency_target_ms=latency_target_ms)) if doctor else None
         self._doctor_config = DoctorConfig(latency_target_ms=latency_target_ms)

@@ -296,13 +296,13 @@ class DrawingMixin(_AppBase):
         view.show(lines)
         if with_chart:
             plotted = model.busiest(point.rates, busy, CHART_LINES)
-            events = self.source.timeline.events()
-            key = (tuple(plotted), len(events), height - rows)
+            key = (tuple(plotted), self.source.timeline.event_serial, height - rows)
             last = self._summary_chart
             if last is None or last[0] != key or due(last[1], point.snapshot.t_mono, self.window_s, chart.size.width):
                 self._summary_chart = (key, point.snapshot.t_mono)
                 chart.show(model.throughput_of(self.source.timeline, plotted, self.window_s),
-                           model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
+                           model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s),
+                           self.window_s)
 
     def _draw_queues(self, point: Point, names: list[str]) -> None:
         # every queue is sorted, but only the rows drawn are joined and get a trend
@@ -367,14 +367,13 @@ class DrawingMixin(_AppBase):
         table.widen("if", label_width([f"{n} {fmt.SESSION_MARK}" if n in carried else n for n in names], 10))
         table.sync(rows)
         chart = self._one("#throughput-chart", ThroughputChart)
-        events = self.source.timeline.events()
         plotted = model.busiest(rates, names, CHART_LINES_MAX)
-        key = (tuple(plotted), len(events))
+        key = (tuple(plotted), self.source.timeline.event_serial)  # a new event: a new marker
         now = point.snapshot.t_mono
         # plotting is the dearest part of a frame: only when the picture can have moved
         if key != self._chart_key or due(self._chart_t, now, self.window_s, chart.size.width):
             self._chart_key, self._chart_t = key, now
-            markers = model.event_offsets(events, point.snapshot, self.window_s)
+            markers = model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s)
             chart.show(model.throughput_of(self.source.timeline, plotted, self.window_s), markers, self.window_s)
 
     def _draw_qdisc(self, point: Point, names: list[str]) -> None:
@@ -403,11 +402,12 @@ class DrawingMixin(_AppBase):
         rows = model.latency_rows(point.snapshot)
         table.fit_target(r.target for r in rows)
         table.sync([(r.key, LatencyTable.cells(r)) for r in rows])
-        events = self.source.timeline.events()
-        if len(events) != self._latency_events or due(self._latency_t, point.snapshot.t_mono, self.window_s,
-                                                      chart.size.width):
-            self._latency_events, self._latency_t = len(events), point.snapshot.t_mono
-            chart.show(series, model.event_offsets(events, point.snapshot, self.window_s), self.window_s)
+        serial = self.source.timeline.event_serial
+        if serial != self._latency_events or due(self._latency_t, point.snapshot.t_mono, self.window_s,
+                                                 chart.size.width):
+            self._latency_events, self._latency_t = serial, point.snapshot.t_mono
+            chart.show(series, model.event_offsets(self.source.timeline.events(), point.snapshot, self.window_s),
+                       self.window_s)
 
     def _probe_text(self, point: Point | None) -> str | None:
         switch = self.source.probe_switch

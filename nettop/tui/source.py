@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from nettop.model.timeline import LIVE_WHOLE_POINTS
-from nettop.output.before_after import figures
+from nettop.output.before_after import FiguresRing, figures
 from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.sampler import Reader
 from nettop.pipeline import LivePipeline, Mailbox, Source, Wake
@@ -29,7 +29,7 @@ class LiveSource(LivePipeline):
                  prober: Prober | None = None, latency_target_ms: float | None = None) -> None:
         super().__init__(root, ifnames, interval, max_points, reader, prober, latency_target_ms,
                          recording=open_live_recording, probes=True,
-                         whole_points=LIVE_WHOLE_POINTS, digest=figures)  # memory bounded by what is drawn
+                         whole_points=LIVE_WHOLE_POINTS, digest=figures, digest_store=FiguresRing)  # memory bounded by what is drawn
 
 
 __all__ = ["LiveSource", "Mailbox", "Source", "Wake"]
