@@ -148,7 +148,11 @@ class BigTree:
             paths = list(reader._irq_sysfs._paths.values())  # the IRQs it counts (as record_cost)
         finally:
             reader.close()
-        self.advancer = Advancer(self.dest, paths)
+        # whole files renamed over (not rewritten in place, as record_cost's own tree is):
+        # the views read from other processes, and a file rewritten in place can be read
+        # torn there, which a kernel's never is; a torn read sends the reader to the
+        # 185 MB /proc/interrupts, and the figures would be that fallback's
+        self.advancer = Advancer(self.dest, paths, in_place=False)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
