@@ -164,7 +164,8 @@ class HostReader:
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
         online = take(cpus.read_online_cpus(root))
         listings: queue_config.QueueListings = {}  # this tick's, for every reader that lists queues
-        link_map = take(interfaces.read_links(root, self._rtnl, listings))
+        missed: dict[str, int] = {}  # ring overflows from the link dump (live), for the tuning read
+        link_map = take(interfaces.read_links(root, self._rtnl, listings, missed))
         index_names = {link.ifindex: name for name, link in link_map.items()}
         if self.only is not None:
             link_map = {k: v for k, v in link_map.items() if k in self.only}
@@ -242,7 +243,8 @@ class HostReader:
         hc = take(host_config.read_host_config(root, self._irqbalance))
         uptime = take(read_uptime(root))
         # offloads with the NIC settings (in rotation off screen) where those are asked
-        tuning = take(self._tuning.read(names, {n: r.features for n, r in eth.items()} if root.live else None))
+        tuning = take(self._tuning.read(names, {n: r.features for n, r in eth.items()} if root.live else None,
+                                        missed))
 
         return Snapshot(
             t_mono=t_mono,

@@ -4,7 +4,9 @@ NUMA layout, offloads and the driver's ring-overflow counters.
 Some of these change rarely (governor, C-states, NUMA layout), so `TuningReader`
 re-reads them at most every `slow_s` seconds and keeps the last answer in between; what
 moves per tick (conntrack count, ring-overflow counters) and what nettop itself changes
-(offloads, one netlink request per NIC) is read every time. On a 256-CPU host the governors are read per cpufreq policy
+(offloads, one netlink request per NIC) is read every time. On the live kernel the
+ring-overflow counters come with the tick's rtnetlink link dump (IFLA_STATS64, the same
+`dev_get_stats` the sysfs files print), three sysfs opens per NIC fewer. On a 256-CPU host the governors are read per cpufreq policy
 (/sys/devices/system/cpu/cpufreq/policy*/scaling_governor), not per CPU. A file that does
 not exist (no cpufreq in a VM, no nf_conntrack, a virtual NIC without a device) is
 simply left out: that is the normal state of many hosts, not a problem.
@@ -143,9 +145,12 @@ class TuningReader:
             self._nl = None
 
     def read(self, ifnames: Iterable[str],
-             features: Mapping[str, Mapping[str, bool] | None] | None = None) -> tuple[HostTuning, list[Problem]]:
+             features: Mapping[str, Mapping[str, bool] | None] | None = None,
+             missed: Mapping[str, int] | None = None) -> tuple[HostTuning, list[Problem]]:
         """`features`: offloads already known (the NIC settings rotation asks them, with
-        coalescing, rings and channels: nic_rotation.py); the others are asked now."""
+        coalescing, rings and channels: nic_rotation.py); the others are asked now.
+        `missed`: ring overflows already known (this tick's link dump,
+        interfaces.read_links); the others are read from sysfs."""
         problems: list[Problem] = []
         names = [n for n in ifnames if n != "lo"]
         now = self._clock()
@@ -157,8 +162,9 @@ class TuningReader:
             self._local = {n: read_local_cpus(self.root, n) for n in names}
         known = features or {}
         self._features = {n: known[n] if n in known else self.features(n) for n in names}
+        dumped = missed or {}
         nics = {n: NicTuning(ifname=n, features=self._features.get(n),
-                             rx_missed=read_missed(self.root, n, problems),
+                             rx_missed=dumped[n] if n in dumped else read_missed(self.root, n, problems),
                              local_cpus=self._local.get(n)) for n in names}
         return HostTuning(
             governors=dict(self._governors),

@@ -29,9 +29,14 @@ _STAT_FILES = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
 
 
 def read_links(root: SysRoot, rtnl: Rtnl | None = None,
-               listings: QueueListings | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
+               listings: QueueListings | None = None,
+               missed: dict[str, int] | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
     """Every interface of the root namespace (live, over netlink) or of a captured tree
-    (whose queue listings go into `listings` for the rest of the tick, when given)."""
+    (whose queue listings go into `listings` for the rest of the tick, when given).
+
+    `missed`, when given, is filled from the netlink dump with each interface's ring
+    overflows (rx_over + rx_fifo + rx_missed errors, the sum host_tuning.read_missed
+    reads from three sysfs files per interface): the link dump carries them anyway."""
     if root.live and rtnl is not None:
         try:
             msgs = rtnl.links()
@@ -39,6 +44,8 @@ def read_links(root: SysRoot, rtnl: Rtnl | None = None,
             problems = [from_oserror("netlink RTM_GETLINK", exc)]
             links, more = read_sysfs_links(root, listings)
             return links, problems + more
+        if missed is not None:
+            missed.update((m.name, m.rx_missed) for m in msgs if m.rx_missed is not None)
         return links_from_netlink(msgs, lambda name: _speed(root, name)), []
     return read_sysfs_links(root, listings)
 

@@ -26,7 +26,7 @@ RTM_NEWQDISC, RTM_GETQDISC = 36, 38
 
 IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_TXQLEN = 3, 4, 10, 13
 IFLA_OPERSTATE, IFLA_LINKINFO, IFLA_STATS64 = 16, 18, 23
-IFLA_NUM_TX_QUEUES, IFLA_NUM_RX_QUEUES = 31, 32
+IFLA_NUM_TX_QUEUES, IFLA_NUM_RX_QUEUES, IFLA_CARRIER_CHANGES = 31, 32, 35
 IFLA_INFO_KIND, IFLA_INFO_SLAVE_KIND = 1, 4
 OPERSTATES = ("unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
 
@@ -38,7 +38,13 @@ _NLHDR = struct.Struct("=IHHII")
 _ATTR = struct.Struct("=HH")
 _IFINFO = struct.Struct("=BxHiII")
 _TCMSG = struct.Struct("=BxxxiIII")
-_STATS64 = struct.Struct("=10Q")  # first ten fields of rtnl_link_stats64
+# the first sixteen fields of struct rtnl_link_stats64 (include/uapi/linux/if_link.h):
+# rx_packets, tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped,
+# tx_dropped, multicast, collisions, rx_length_errors, rx_over_errors, rx_crc_errors,
+# rx_frame_errors, rx_fifo_errors, rx_missed_errors
+_STATS64 = struct.Struct("=16Q")
+_STATS64_HEAD = struct.Struct("=10Q")
+RX_OVER, RX_FIFO, RX_MISSED = 11, 14, 15  # the ring-overflow counters, as in sysfs statistics/
 _BASIC = struct.Struct("=QI")
 _QUEUE = struct.Struct("=5I")
 
@@ -58,6 +64,12 @@ class LinkMsg:
     # rx_packets, tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped,
     # tx_dropped, multicast, collisions
     stats: tuple[int, ...] | None
+    # rx_over_errors + rx_fifo_errors + rx_missed_errors (the sum host_tuning.read_missed
+    # takes from sysfs statistics/): the rx ring had no buffer for a frame
+    rx_missed: int | None = None
+    # carrier up/down transitions since the device was made: a link renegotiation (and so
+    # a speed change) on a NIC goes through one (interfaces.LinkSpeeds)
+    carrier_changes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +120,14 @@ def parse_link(msg: memoryview, off: int, end: int) -> LinkMsg:
             slave_kind = _cstr(info[IFLA_INFO_SLAVE_KIND])
     op = _u32(a[IFLA_OPERSTATE]) if IFLA_OPERSTATE in a else 0
     stats = None
-    if IFLA_STATS64 in a and len(a[IFLA_STATS64]) >= _STATS64.size:
-        stats = _STATS64.unpack_from(a[IFLA_STATS64])
+    missed = None
+    if IFLA_STATS64 in a:
+        raw = a[IFLA_STATS64]
+        if len(raw) >= _STATS64.size:
+            full = _STATS64.unpack_from(raw)
+            stats, missed = full[:10], full[RX_OVER] + full[RX_FIFO] + full[RX_MISSED]
+        elif len(raw) >= _STATS64_HEAD.size:
+            stats = _STATS64_HEAD.unpack_from(raw)
     master = _u32(a[IFLA_MASTER]) if IFLA_MASTER in a else None
     return LinkMsg(
         ifindex=index,
@@ -123,6 +141,8 @@ def parse_link(msg: memoryview, off: int, end: int) -> LinkMsg:
         num_tx_queues=_u32(a[IFLA_NUM_TX_QUEUES]) if IFLA_NUM_TX_QUEUES in a else 0,
         num_rx_queues=_u32(a[IFLA_NUM_RX_QUEUES]) if IFLA_NUM_RX_QUEUES in a else 0,
         stats=stats,
+        rx_missed=missed,
+        carrier_changes=_u32(a[IFLA_CARRIER_CHANGES]) if IFLA_CARRIER_CHANGES in a else None,
     )
 
 

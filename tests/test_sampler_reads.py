@@ -1,0 +1,88 @@
+"""What the live sampler reads each tick (issue 29): values that come with a dump the
+tick makes anyway are taken from it, and files held open are read again in place.
+
+Each test compares the cheaper source with the one it replaces on the real kernel, in
+a veth pair and namespace the test makes (tests/lab.py), and counts the opens of a tick.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from collections import Counter
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+
+from nettop.collectors import host_tuning
+from nettop.collectors.host import HostReader
+from nettop.collectors.interfaces import read_links
+from nettop.kernel.rtnl import IFLA_STATS64, Rtnl, parse_link
+from nettop.kernel.sysroot import LIVE
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+
+@contextmanager
+def opens() -> Iterator[Counter[str]]:
+    """Paths os.open is asked for while inside (relative ones as "@name")."""
+    seen: Counter[str] = Counter()
+    real = os.open
+
+    def counting(path, flags, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        seen[path if dir_fd is None else "@" + str(path)] += 1
+        return real(path, flags, *a, dir_fd=dir_fd, **kw)
+
+    os.open = counting  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        os.open = real  # type: ignore[assignment]
+
+
+def _link_message(stats: bytes) -> bytes:
+    body = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 7, 0, 0)
+    name = b"t0\0"
+    body += struct.pack("=HH", 4 + len(name), 3) + name + b"\0" * (-len(name) % 4)
+    body += struct.pack("=HH", 4 + len(stats), IFLA_STATS64) + stats
+    return body
+
+
+def test_ring_overflows_are_the_link_dumps_rx_over_fifo_and_missed_errors():
+    # struct rtnl_link_stats64: field i holds 100 + i, so a wrong offset gives another sum
+    fields = [100 + i for i in range(24)]
+    full = _link_message(struct.pack("=24Q", *fields))
+    msg = parse_link(memoryview(full), 0, len(full))
+    assert msg.stats == tuple(fields[:10])
+    assert msg.rx_missed == fields[11] + fields[14] + fields[15]  # rx_over, rx_fifo, rx_missed
+    # an older, shorter struct: the counters but no ring overflows (sysfs is read then)
+    short = _link_message(struct.pack("=10Q", *fields[:10]))
+    msg = parse_link(memoryview(short), 0, len(short))
+    assert msg.stats == tuple(fields[:10]) and msg.rx_missed is None
+
+
+@root_only
+def test_link_dump_ring_overflows_equal_the_sysfs_files(veth_lab):
+    rtnl = Rtnl()
+    try:
+        missed: dict[str, int] = {}
+        links, problems = read_links(LIVE, rtnl, None, missed)
+    finally:
+        rtnl.close()
+    assert not problems and veth_lab.host_if in missed and set(missed) == set(links)
+    for name in links:
+        assert missed[name] == host_tuning.read_missed(LIVE, name, []), name
+
+
+@root_only
+def test_a_live_tick_opens_no_statistics_file(veth_lab):
+    names = os.listdir("/sys/class/net")
+    with HostReader(LIVE, on_screen=names) as reader:
+        reader.read()
+        with opens() as seen:
+            snap = reader.read()
+        assert snap.tuning.nics[veth_lab.host_if].rx_missed == 0
+    stats = [p for p in seen if "/statistics/" in p]
+    assert not stats, stats
