@@ -77,12 +77,35 @@ def test_link_dump_ring_overflows_equal_the_sysfs_files(veth_lab):
 
 
 @root_only
-def test_a_live_tick_opens_no_statistics_file(veth_lab):
+def test_a_live_tick_opens_no_statistics_or_ifindex_file(veth_lab):
     names = os.listdir("/sys/class/net")
     with HostReader(LIVE, on_screen=names) as reader:
         reader.read()
         with opens() as seen:
             snap = reader.read()
         assert snap.tuning.nics[veth_lab.host_if].rx_missed == 0
-    stats = [p for p in seen if "/statistics/" in p]
-    assert not stats, stats
+    dumped = [p for p in seen if "/statistics/" in p or p.endswith("/ifindex")]
+    assert not dumped, dumped  # both come with the tick's link dump
+
+
+@root_only
+def test_queue_maps_with_the_dumps_ifindexes_equal_those_read_from_sysfs(veth_lab):
+    from nettop.collectors.queue_irqs import map_all
+    from nettop.kernel.netdev_genl import NetdevNetlink, NetdevUnsupported
+
+    with HostReader(LIVE) as reader:
+        snap = reader.read()
+    names = [veth_lab.host_if, *(n for n in snap.links if n != veth_lab.host_if)]
+    try:
+        nl = NetdevNetlink()
+    except (NetdevUnsupported, OSError) as exc:
+        pytest.skip(f"no netdev genetlink: {exc}")
+    try:
+        dumped, p1 = map_all(LIVE, names, snap.interrupts, nl, None,
+                             {n: link.ifindex for n, link in snap.links.items()})
+        with opens() as seen:
+            read, p2 = map_all(LIVE, names, snap.interrupts, nl)
+    finally:
+        nl.close()
+    assert dumped == read and p1 == p2
+    assert f"/sys/class/net/{veth_lab.host_if}/ifindex" in seen  # what the dump's indexes spare

@@ -175,7 +175,8 @@ class HostReader:
             self._static = {k: v for k, v in self._static.items() if k in live_keys}
 
         table = take(self._read_irqs(root, online, False))
-        qmaps = take(queue_irqs.map_all(root, names, table, self._nl, listings))
+        qmaps = take(queue_irqs.map_all(root, names, table, self._nl, listings,
+                                        {n: link_map[n].ifindex for n in names if link_map[n].ifindex}))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
         new = mapped - self._net_irqs

@@ -24,7 +24,7 @@ import operator
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from nettop.collectors.numbers import decimal
 from nettop.collectors.queue_config import QueueListings, listdir_queues, parse_queue_dirs
@@ -393,9 +393,11 @@ def map_queues(root: SysRoot, ifname: str, irqs: InterruptTable,
 
 def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
             nl: NetdevNetlink | None,
-            listings: QueueListings | None = None) -> tuple[dict[str, QueueMap], list[Problem]]:
+            listings: QueueListings | None = None,
+            ifindexes: Mapping[str, int] | None = None) -> tuple[dict[str, QueueMap], list[Problem]]:
     """Queue maps of several interfaces, with one netlink dump for all of them (and the
-    tick's queue listings, when given)."""
+    tick's queue listings, when given). `ifindexes`: the interfaces' indexes as the
+    tick's link dump gave them (else each is read from sysfs, one open per interface)."""
     problems: list[Problem] = []
     names = list(ifnames)
     grouped: dict[int, tuple[list[dict], list[dict]]] | None = None
@@ -410,7 +412,9 @@ def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
     for name in names:
         mine = None
         if grouped is not None:
-            ifindex = _ifindex(root, name)
+            ifindex = ifindexes.get(name) if ifindexes is not None else None
+            if ifindex is None:
+                ifindex = _ifindex(root, name)
             mine = grouped.get(ifindex, ([], [])) if ifindex is not None else None
         out[name] = _map_one(root, name, irqs, mine, problems, listings)
     return out, problems
