@@ -77,7 +77,7 @@ def test_link_dump_ring_overflows_equal_the_sysfs_files(veth_lab):
 
 
 @root_only
-def test_a_live_tick_opens_no_statistics_or_ifindex_file(veth_lab):
+def test_a_live_tick_opens_no_statistics_ifindex_or_unchanged_speed_file(veth_lab):
     names = os.listdir("/sys/class/net")
     with HostReader(LIVE, on_screen=names) as reader:
         reader.read()
@@ -86,6 +86,7 @@ def test_a_live_tick_opens_no_statistics_or_ifindex_file(veth_lab):
         assert snap.tuning.nics[veth_lab.host_if].rx_missed == 0
     dumped = [p for p in seen if "/statistics/" in p or p.endswith("/ifindex")]
     assert not dumped, dumped  # both come with the tick's link dump
+    assert not [p for p in seen if p.endswith("/speed")]  # no link changed since the last tick
 
 
 @root_only
@@ -109,3 +110,39 @@ def test_queue_maps_with_the_dumps_ifindexes_equal_those_read_from_sysfs(veth_la
         nl.close()
     assert dumped == read and p1 == p2
     assert f"/sys/class/net/{veth_lab.host_if}/ifindex" in seen  # what the dump's indexes spare
+
+
+@root_only
+def test_link_speeds_are_read_again_when_the_link_changes_and_equal_sysfs(veth_lab):
+    from nettop.collectors.interfaces import SPEED_REFRESH_S, LinkSpeeds, _speed
+    from lab import run
+
+    host = veth_lab.host_if
+    speeds = LinkSpeeds(LIVE)
+    rtnl = Rtnl()
+    t = 100.0
+
+    def tick() -> tuple[dict[str, int | None], list[str]]:
+        msgs = rtnl.links()
+        with opens() as seen:
+            got = speeds.of(msgs, t)
+        assert got == {m.name: _speed(LIVE, m.name) for m in msgs}  # what sysfs says now
+        return got, sorted(p.split("/")[4] for p in seen if p.endswith("/speed"))
+
+    try:
+        got, read = tick()
+        assert got[host] == 10000 and host in read  # first seen: read
+        assert tick()[1] == []  # nothing changed: nothing read
+        run(["ip", "link", "set", host, "down"])  # operstate (and carrier) change
+        got, read = tick()
+        assert read == [host] and got[host] is None  # a link down has no speed
+        run(["ip", "link", "set", host, "up"])
+        veth_lab.ns_run(["ip", "link", "set", veth_lab.peer_if, "down"])  # carrier of host's end
+        assert tick()[1] == [host]
+        speeds.notice([host])
+        assert tick()[1] == [host]  # nettop changed it: read on the next tick
+        assert tick()[1] == []
+        t += SPEED_REFRESH_S  # every speed read again within the refresh period
+        assert len(tick()[1]) == len(rtnl.links())
+    finally:
+        rtnl.close()

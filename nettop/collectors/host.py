@@ -80,6 +80,8 @@ class HostReader:
         self._settings = SettingsRotation(root, settings_period_s, settings_files_per_s)
         # coalescing, rings and channels (ethtool, each request takes RTNL): the same policy
         self._nic_settings = NicSettingsRotation(settings_period_s)
+        # link speeds, read when a link's state changes (live; interfaces.LinkSpeeds)
+        self._speeds = interfaces.LinkSpeeds(root, min(settings_period_s, interfaces.SPEED_REFRESH_S))
         self.settings_files = 0  # settings files the last tick read (a benchmark's figure)
         # asked at the start of every tick for (interfaces, IRQs) nettop has changed since
         # the last: the pipeline's watch on the tuning journal (nettop/pipeline/notices.py)
@@ -144,6 +146,7 @@ class HostReader:
         ifnames = list(ifnames)
         self._settings.notice(ifnames, irqs)
         self._nic_settings.notice(ifnames)
+        self._speeds.notice(ifnames)
 
     # --- one read ----------------------------------------------------------------------
 
@@ -165,7 +168,7 @@ class HostReader:
         online = take(cpus.read_online_cpus(root))
         listings: queue_config.QueueListings = {}  # this tick's, for every reader that lists queues
         missed: dict[str, int] = {}  # ring overflows from the link dump (live), for the tuning read
-        link_map = take(interfaces.read_links(root, self._rtnl, listings, missed))
+        link_map = take(interfaces.read_links(root, self._rtnl, listings, missed, self._speeds, t_mono))
         index_names = {link.ifindex: name for name, link in link_map.items()}
         if self.only is not None:
             link_map = {k: v for k, v in link_map.items() if k in self.only}

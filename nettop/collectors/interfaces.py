@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import errno
 import functools
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Iterable
 
 from nettop.collectors import net_dev as net_dev_mod
 from nettop.collectors.numbers import decimal, signed_decimal
@@ -30,13 +31,16 @@ _STAT_FILES = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
 
 def read_links(root: SysRoot, rtnl: Rtnl | None = None,
                listings: QueueListings | None = None,
-               missed: dict[str, int] | None = None) -> tuple[dict[str, LinkStats], list[Problem]]:
+               missed: dict[str, int] | None = None,
+               speeds: LinkSpeeds | None = None, now: float = 0.0) -> tuple[dict[str, LinkStats], list[Problem]]:
     """Every interface of the root namespace (live, over netlink) or of a captured tree
     (whose queue listings go into `listings` for the rest of the tick, when given).
 
     `missed`, when given, is filled from the netlink dump with each interface's ring
     overflows (rx_over + rx_fifo + rx_missed errors, the sum host_tuning.read_missed
-    reads from three sysfs files per interface): the link dump carries them anyway."""
+    reads from three sysfs files per interface): the link dump carries them anyway.
+    `speeds`: the caller's `LinkSpeeds` (live only), asked at monotonic time `now`;
+    without it every interface's speed file is read."""
     if root.live and rtnl is not None:
         try:
             msgs = rtnl.links()
@@ -46,6 +50,8 @@ def read_links(root: SysRoot, rtnl: Rtnl | None = None,
             return links, problems + more
         if missed is not None:
             missed.update((m.name, m.rx_missed) for m in msgs if m.rx_missed is not None)
+        if speeds is not None:
+            return links_from_netlink(msgs, speeds.of(msgs, now).get), []
         return links_from_netlink(msgs, lambda name: _speed(root, name)), []
     return read_sysfs_links(root, listings)
 
@@ -77,6 +83,62 @@ def _speed(root: SysRoot, name: str) -> int | None:
     except (OSError, ValueError):
         return None
     return v if v > 0 else None
+
+
+SPEED_REFRESH_S = 10.0  # a link's speed is read again at least this often
+
+
+class LinkSpeeds:
+    """Link speeds of the live kernel's interfaces, read when the link's state changes.
+
+    sys/class/net/IF/speed was read for every interface every tick (an open each; ethtool's
+    get_link_ksettings behind it, under RTNL), yet a NIC's speed only changes when the link
+    is renegotiated, which takes the carrier down and up: the link dump counts that in
+    IFLA_CARRIER_CHANGES and shows it in the operstate. So a speed is kept while the
+    interface's (ifindex, operstate, carrier changes) stay the same, and read again when
+    they change. A few drivers (virtio_net, some virtual ones) let `ethtool -s` set the
+    reported speed without touching the carrier: for them, and for anything else this
+    rule misses, every speed is also read again at least every `refresh_s` seconds (each
+    at its own phase, spread by ifindex, so a host with a thousand veths does not read them
+    all on one tick), and at once for an interface nettop itself changed (`notice`).
+    Not thread-safe except `notice`.
+    """
+
+    def __init__(self, root: SysRoot, refresh_s: float = SPEED_REFRESH_S) -> None:
+        self.root = root
+        self.refresh_s = refresh_s
+        # name -> ((ifindex, operstate, carrier changes), read again after, speed)
+        self._known: dict[str, tuple[tuple[int, str, int | None], float, int | None]] = {}
+        self._noticed: set[str] = set()
+        self._lock = threading.Lock()
+        self.reads = 0  # speed files read on the last call (a test's figure)
+
+    def notice(self, ifnames: Iterable[str]) -> None:
+        """Read these interfaces' speeds on the next tick (nettop changed them)."""
+        with self._lock:
+            self._noticed.update(ifnames)
+
+    def of(self, msgs: list[LinkMsg], now: float) -> dict[str, int | None]:
+        """Each interface's speed (Mb/s, None when unknown) at monotonic time `now`."""
+        with self._lock:
+            dirty, self._noticed = self._noticed, set()
+        known = self._known
+        out: dict[str, int | None] = {}
+        fresh: dict[str, tuple[tuple[int, str, int | None], float, int | None]] = {}
+        reads = 0
+        for m in msgs:
+            key = (m.ifindex, m.operstate, m.carrier_changes)
+            got = known.get(m.name)
+            if got is None or got[0] != key or now >= got[1] or m.name in dirty:
+                # the next read within refresh_s, at a phase of its own (golden-ratio spread)
+                phase = 0.5 + 0.5 * ((m.ifindex * 0.6180339887) % 1.0)
+                got = (key, now + self.refresh_s * phase, _speed(self.root, m.name))
+                reads += 1
+            fresh[m.name] = got
+            out[m.name] = got[2]
+        self._known = fresh  # interfaces gone are forgotten
+        self.reads = reads
+        return out
 
 
 def read_sysfs_links(root: SysRoot,
