@@ -7,9 +7,11 @@ a veth pair and namespace the test makes (tests/lab.py), and counts the opens of
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
+from pathlib import Path
 from collections import Counter
 from contextlib import contextmanager
 from typing import Iterator
@@ -87,6 +89,9 @@ def test_a_live_tick_opens_no_statistics_ifindex_or_unchanged_speed_file(veth_la
     dumped = [p for p in seen if "/statistics/" in p or p.endswith("/ifindex")]
     assert not dumped, dumped  # both come with the tick's link dump
     assert not [p for p in seen if p.endswith("/speed")]  # no link changed since the last tick
+    # the one-value files of every tick are held open (those this host has: all of them)
+    held = [p for p in seen if p.startswith(("/proc/sys/", "/proc/uptime", "/sys/devices/system/cpu/o"))]
+    assert not held, held
 
 
 @root_only
@@ -146,3 +151,62 @@ def test_link_speeds_are_read_again_when_the_link_changes_and_equal_sysfs(veth_l
         assert len(tick()[1]) == len(rtnl.links())
     finally:
         rtnl.close()
+
+
+_IN_NETNS = r"""
+import json, subprocess, sys
+from nettop.kernel.held_files import HeldFiles
+from nettop.kernel.sysroot import LIVE
+rel = "proc/sys/net/ipv4/tcp_rmem"  # one of the tick's sysctls, and one a namespace has its own of
+files = HeldFiles(LIVE)
+before = files.read_line(rel)
+subprocess.run(["sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 " + sys.argv[1]], check=True)
+after = files.read_line(rel)
+print(json.dumps([before.split(), after.split(), files.held]))
+"""
+
+
+@root_only
+def test_a_held_sysctl_shows_a_change_made_by_another_process(veth_lab):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rel = "/proc/sys/net/ipv4/tcp_rmem"
+    outside = Path(rel).read_text()
+    top = str(7_000_000 + os.getpid() % 1000)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    got = subprocess.run(veth_lab.ns([sys.executable, "-c", _IN_NETNS, top]), env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    before, after, held = json.loads(got.stdout)
+    assert before != ["4096", "65536", top]  # the first read: the namespace's old value
+    assert after == ["4096", "65536", top]  # the change, through the same descriptor
+    assert held == 1  # read again through the descriptor held open, not a new one
+    assert Path(rel).read_text() == outside  # the root namespace's is untouched
+
+
+@root_only
+def test_held_files_follow_uptime_an_interface_recreated_and_stay_within_budget():
+    from nettop.kernel.held_files import HeldFiles
+    from lab import run
+
+    name = f"ntl{os.getpid()}x9h"
+    files = HeldFiles(LIVE, max_open=2)
+    try:
+        run(["ip", "link", "add", name, "mtu", "1400", "type", "veth"])
+        a = float(files.read_line("proc/uptime").split()[0])
+        assert files.read_line(f"sys/class/net/{name}/mtu") == "1400"
+        run(["ip", "link", "del", name])  # the held attribute's device is gone (ENODEV)...
+        with pytest.raises(FileNotFoundError):
+            files.read_line(f"sys/class/net/{name}/mtu")  # ...and a fresh open says so
+        run(["ip", "link", "add", name, "mtu", "1300", "type", "veth"])
+        assert files.read_line(f"sys/class/net/{name}/mtu") == "1300"  # the new device's
+        assert files.read_line("sys/devices/system/cpu/online") == Path("/sys/devices/system/cpu/online").read_text().strip()
+        assert files.held == 2  # the third file is opened each time, past the budget
+        import time
+        time.sleep(0.05)
+        assert float(files.read_line("proc/uptime").split()[0]) > a  # regenerated at offset 0
+    finally:
+        run(["ip", "link", "del", name], check=False)
+        files.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from nettop.model.problems import Problem, from_oserror
+from nettop.kernel.held_files import HeldFiles
 from nettop.kernel.sysroot import SysRoot
 
 ONLINE = "sys/devices/system/cpu/online"
@@ -160,16 +161,18 @@ def format_cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
     return ",".join(groups)
 
 
-def read_online_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
+def read_online_cpus(root: SysRoot, files: HeldFiles | None = None) -> tuple[tuple[int, ...], list[Problem]]:
     """Online CPU ids from sysfs; from /proc/stat's cpuN lines when sysfs has no answer.
 
     `cpu/offline` (when present) is the kernel's word too: a CPU it names is never
     taken as online from /proc/stat, and one both files name is a Problem (a captured
-    tree whose files were copied at different times)."""
+    tree whose files were copied at different times). `files`: the sampler's held
+    descriptors (nettop/kernel/held_files.py), read through when given."""
     problems: list[Problem] = []
-    offline = _read_offline(root, problems)
+    src = files if files is not None else root
+    offline = _read_offline(src, problems)
     try:
-        cpus = parse_cpu_list(root.read_line(ONLINE))
+        cpus = parse_cpu_list(src.read_line(ONLINE))
         if cpus:
             both = set(cpus) & offline
             if both:
@@ -197,7 +200,7 @@ def read_online_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
     return tuple(sorted(c for c in times if c not in offline)), problems
 
 
-def _read_offline(root: SysRoot, problems: list[Problem]) -> set[int]:
+def _read_offline(root: SysRoot | HeldFiles, problems: list[Problem]) -> set[int]:
     """CPU ids `cpu/offline` names; empty when the file is absent (older captures)."""
     try:
         return set(parse_cpu_list(root.read_line(OFFLINE)))

@@ -42,6 +42,7 @@ from nettop.ping import Prober
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import (BqlState, CpuTimes, DeviceConfig, InterruptTable, LinkStats, QueueConfig, Snapshot,
                                    SoftirqCounts, SoftnetRow)
+from nettop.kernel.held_files import HeldFiles
 from nettop.kernel.sysroot import LIVE, SysRoot
 
 T = TypeVar("T")
@@ -93,6 +94,9 @@ class HostReader:
         self.irq_source = interrupts.SOURCE
         self._static: dict[tuple[str, int], device_info.DeviceInfo] = {}
         self._irqbalance = host_config.IrqbalanceCache()
+        # the one-value files every tick reads (sysctls, conntrack fill, uptime, online
+        # CPUs), held open on the live kernel and read again from offset 0
+        self._files = HeldFiles(root)
         # the per-CPU files' last texts and rows: a file that did not move is not parsed again
         self._last_stat: LastAnswer[CpuTimes] = LastAnswer()
         self._last_softirqs: LastAnswer[SoftirqCounts] = LastAnswer()
@@ -107,6 +111,7 @@ class HostReader:
             self._open_netlink()
         self._queue_counters = queue_counters.QueueCounterReader(self._nl, self._ethtool)
         self._tuning = TuningReader.live(root)  # the doctor's inputs
+        self._tuning.files = self._files
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -133,6 +138,7 @@ class HostReader:
         self._tuning.close()
         self._irq_sysfs.close()
         self._settings.close()
+        self._files.close()
 
     def __enter__(self) -> HostReader:
         return self
@@ -165,7 +171,7 @@ class HostReader:
         if self.settings_notices is not None:
             self.settings_changed(*self.settings_notices())
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
-        online = take(cpus.read_online_cpus(root))
+        online = take(cpus.read_online_cpus(root, self._files))
         listings: queue_config.QueueListings = {}  # this tick's, for every reader that lists queues
         missed: dict[str, int] = {}  # ring overflows from the link dump (live), for the tuning read
         link_map = take(interfaces.read_links(root, self._rtnl, listings, missed, self._speeds, t_mono))
@@ -244,8 +250,8 @@ class HostReader:
         else:  # a captured host's saved `tc -s qdisc show` (its ifindexes may be unknown)
             qd = qdiscs.qdiscs_from_saved_tc(root, set(link_map))
         aff = dict(settings.affinity)
-        hc = take(host_config.read_host_config(root, self._irqbalance))
-        uptime = take(read_uptime(root))
+        hc = take(host_config.read_host_config(root, self._irqbalance, self._files))
+        uptime = take(read_uptime(root, self._files))
         # offloads with the NIC settings (in rotation off screen) where those are asked
         tuning = take(self._tuning.read(names, {n: r.features for n, r in eth.items()} if root.live else None,
                                         missed))
@@ -363,11 +369,11 @@ def _sysfs_queues(rows: frozenset[tuple[str, int]]) -> frozenset[tuple[str, int]
 UPTIME = "proc/uptime"
 
 
-def read_uptime(root: SysRoot) -> tuple[float | None, list[Problem]]:
+def read_uptime(root: SysRoot, files: HeldFiles | None = None) -> tuple[float | None, list[Problem]]:
     """Seconds since boot (first field of /proc/uptime): what a captured tree's totals
     accumulated over, and the clock between two captures of one host."""
     try:
-        text = root.read_line(UPTIME)
+        text = (files if files is not None else root).read_line(UPTIME)
     except OSError as exc:
         if not root.live:  # a sosreport: no plugin copies /proc/uptime, its host plugin keeps `uptime`
             from nettop.kernel import sos

@@ -28,6 +28,7 @@ from typing import Callable
 from nettop.collectors.numbers import decimal, is_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import HostConfig
+from nettop.kernel.held_files import HeldFiles
 from nettop.kernel.sysroot import SysRoot
 
 SYSCTLS = (
@@ -61,26 +62,28 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-def read_sysctls(root: SysRoot, names: tuple[str, ...] = SYSCTLS
+def read_sysctls(root: SysRoot, names: tuple[str, ...] = SYSCTLS, files: HeldFiles | None = None
                  ) -> tuple[dict[str, str], list[Problem]]:
-    """The named sysctls that exist, keyed by dotted name."""
+    """The named sysctls that exist, keyed by dotted name (through `files`, the sampler's
+    held descriptors, when given: nettop/kernel/held_files.py)."""
     out: dict[str, str] = {}
     problems: list[Problem] = []
+    src = files if files is not None else root
     for name in names:
         rel = sysctl_path(name)
         try:
-            out[name] = normalize(root.read_line(rel))
+            out[name] = normalize(src.read_line(rel))
         except OSError as exc:
             if exc.errno != errno.ENOENT:
                 problems.append(from_oserror(f"/{rel} ({name})", exc))
     return out, problems
 
 
-def read_host_config(root: SysRoot, irqbalance: IrqbalanceCache | None = None
-                     ) -> tuple[HostConfig, list[Problem]]:
+def read_host_config(root: SysRoot, irqbalance: IrqbalanceCache | None = None,
+                     files: HeldFiles | None = None) -> tuple[HostConfig, list[Problem]]:
     """default_qdisc, rps_sock_flow_entries and the curated sysctls; irqbalance_running
     is filled only when a cache is passed (the caller owns it across ticks)."""
-    values, problems = read_sysctls(root, (DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES, *SYSCTLS))
+    values, problems = read_sysctls(root, (DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES, *SYSCTLS), files)
     flow_entries = None
     text = values.pop(RPS_SOCK_FLOW_ENTRIES, None)
     if text is not None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 from nettop.collectors.cpus import parse_cpu_list, read_cpu_nodes
 from nettop.model.problems import Problem, from_oserror
 from nettop.model.snapshot import HostTuning, NicTuning
+from nettop.kernel.held_files import HeldFiles
 from nettop.kernel.sysroot import SysRoot
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ FEATURES_SHOWN = ("gro", "gso", "tso")
 _QUIET = (errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.EOPNOTSUPP, errno.ENODEV)
 
 
-def _int(root: SysRoot, rel: str, problems: list[Problem]) -> int | None:
+def _int(root: SysRoot | HeldFiles, rel: str, problems: list[Problem]) -> int | None:
     try:
         return int(root.read_line(rel))
     except OSError as exc:
@@ -123,6 +124,9 @@ class TuningReader:
         self._nodes: dict[int, int] = {}
         self._features: dict[str, Mapping[str, bool] | None] = {}
         self._local: dict[str, tuple[int, ...] | None] = {}
+        # the conntrack fill's two sysctls, read every tick: through the sampler's held
+        # descriptors when it gives them (nettop/kernel/held_files.py)
+        self.files: HeldFiles | None = None
 
     @classmethod
     def live(cls, root: SysRoot) -> TuningReader:
@@ -163,14 +167,15 @@ class TuningReader:
         known = features or {}
         self._features = {n: known[n] if n in known else self.features(n) for n in names}
         dumped = missed or {}
+        src = self.files if self.files is not None else self.root
         nics = {n: NicTuning(ifname=n, features=self._features.get(n),
                              rx_missed=dumped[n] if n in dumped else read_missed(self.root, n, problems),
                              local_cpus=self._local.get(n)) for n in names}
         return HostTuning(
             governors=dict(self._governors),
             idle_states=self._idle,
-            conntrack_count=_int(self.root, CONNTRACK_COUNT, problems),
-            conntrack_max=_int(self.root, CONNTRACK_MAX, problems),
+            conntrack_count=_int(src, CONNTRACK_COUNT, problems),
+            conntrack_max=_int(src, CONNTRACK_MAX, problems),
             cpu_nodes=dict(self._nodes),
             nics=nics,
         ), problems

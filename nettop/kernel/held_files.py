@@ -1,0 +1,114 @@
+"""Small kernel value files read every tick through descriptors held open.
+
+A tick reads ~20 one-value files whatever the host's size (the curated sysctls, the
+conntrack fill, /proc/uptime, cpu/online and cpu/offline), and opening a /proc/sys file
+walks four or five path components each time: the open and close are most of the read.
+The kernel regenerates these files on a read at offset 0 (a sysctl's proc handler runs
+for every read, `proc_sys_call_handler`; a seq_file, /proc/uptime's, starts over at
+position 0, `seq_read_iter`; a sysfs attribute's `show` runs again, kernfs), so each is
+opened once and read again with `pread(fd, n, 0)`: one system call instead of three, as
+irq_sysfs.py does for /sys/kernel/irq/N/per_cpu_count (tests/test_sampler_reads.py checks
+it on this kernel with a sysctl changed in a namespace the test makes).
+
+A file that goes away behind a held descriptor (a sysctl unregistered with its module
+fails with ENOENT, a sysfs attribute of a removed device with ENODEV, a process's /proc
+file with ESRCH) is dropped and opened afresh at once, so the answer is what a fresh open
+gives: the value, or the error a plain read would report. At most `max_open`
+descriptors are held (a sixteenth of RLIMIT_NOFILE, up to 64: the IRQ reader holds up to
+a quarter); past that a file is opened each time. Only a root whose files are the
+kernel's, or rewritten in place (`SysRoot.live`, `SysRoot.in_place`), is held: a captured
+tree's files are opened afresh each time, a tree advanced by rename would otherwise
+be read stale. Not thread-safe; `close` when done.
+"""
+
+from __future__ import annotations
+
+import os
+
+from nettop.kernel.sysroot import SysRoot
+
+_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+
+
+def _budget() -> int:
+    """Descriptors to hold: a sixteenth of the soft RLIMIT_NOFILE, at most 64."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 0
+    if soft == resource.RLIM_INFINITY:
+        return 64
+    return max(0, min(64, soft // 16))
+
+
+class HeldFiles:
+    """`read_line`/`read_text` as `SysRoot` has them, through held descriptors where it may."""
+
+    __slots__ = ("root", "hold", "max_open", "_fds")
+
+    def __init__(self, root: SysRoot, max_open: int | None = None) -> None:
+        self.root = root
+        self.hold = root.in_place or root.live
+        self.max_open = _budget() if max_open is None else max_open
+        self._fds: dict[str, int] = {}  # root-relative path -> a descriptor held open
+
+    def _read(self, rel: str) -> bytes:
+        """The held file's bytes (one read of up to 64 KiB); raises OSError as a fresh
+        open and read would."""
+        fd = self._fds.get(rel)
+        if fd is not None:
+            try:
+                return os.pread(fd, 65536, 0)
+            except OSError:  # gone behind the descriptor: what does a fresh open say?
+                del self._fds[rel]
+                os.close(fd)
+        fd = os.open(self.root.join(rel), _FLAGS)
+        if len(self._fds) >= self.max_open:
+            try:
+                return os.read(fd, 65536)
+            finally:
+                os.close(fd)
+        try:
+            data = os.pread(fd, 65536, 0)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fds[rel] = fd
+        return data
+
+    def read_line(self, rel: str) -> str:
+        """A one-value file, stripped (as `SysRoot.read_line`, which a captured tree's
+        read is: its sosreport stand-ins included)."""
+        if not self.hold:
+            return self.root.read_line(rel)
+        return self._read(rel).decode("latin-1").strip()
+
+    def read_text(self, rel: str) -> str:
+        """A whole small file as text (as `SysRoot.read_text`; files under 64 KiB)."""
+        if not self.hold:
+            return self.root.read_text(rel)
+        return self._read(rel).decode("latin-1")
+
+    @property
+    def held(self) -> int:
+        """Descriptors held open now (a test's and the cost report's figure)."""
+        return len(self._fds)
+
+    def close(self) -> None:
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at interpreter exit `os` may be gone: the fds go with the process
+            pass
+
+
+__all__ = ["HeldFiles"]
