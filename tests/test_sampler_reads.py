@@ -210,3 +210,41 @@ def test_held_files_follow_uptime_an_interface_recreated_and_stay_within_budget(
     finally:
         run(["ip", "link", "del", name], check=False)
         files.close()
+
+
+@root_only
+def test_netdev_dumps_are_asked_again_when_queues_change_on_notice_and_after_the_refresh(veth_lab):
+    from lab import run
+    from nettop.collectors.queue_irqs import NETDEV_REFRESH_S, map_all
+    from nettop.kernel.netdev_genl import NetdevNetlink, NetdevUnsupported
+
+    try:
+        fresh_nl = NetdevNetlink()
+    except (NetdevUnsupported, OSError) as exc:
+        pytest.skip(f"no netdev genetlink: {exc}")
+    now = [1000.0]
+    host = veth_lab.host_if
+    with HostReader(LIVE, clock=lambda: now[0]) as reader:
+        if reader._nl is None:
+            pytest.skip("no netdev genetlink")
+        asked = reader._netdev_answers
+
+        def tick() -> int:
+            now[0] += 1.0
+            snap = reader.read()
+            fresh, _ = map_all(LIVE, list(snap.queue_maps), snap.interrupts, fresh_nl)
+            assert snap.queue_maps == fresh  # kept or asked, the maps are what a fresh dump gives
+            return asked.asked
+
+        try:
+            assert tick() == 2  # first tick: asked
+            assert tick() == 0  # nothing changed: kept
+            run(["ethtool", "-L", host, "rx", "2", "tx", "2"])  # the queue listing changes
+            assert tick() == 2 and len(reader.read().queue_maps[host].queues) == 4
+            assert tick() == 0
+            reader.settings_changed([host])  # nettop changed it
+            assert tick() == 2
+            now[0] += NETDEV_REFRESH_S  # and at least every refresh period
+            assert tick() == 2
+        finally:
+            fresh_nl.close()

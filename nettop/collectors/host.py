@@ -81,6 +81,8 @@ class HostReader:
         self._settings = SettingsRotation(root, settings_period_s, settings_files_per_s)
         # coalescing, rings and channels (ethtool, each request takes RTNL): the same policy
         self._nic_settings = NicSettingsRotation(settings_period_s)
+        # netdev genetlink's queue and NAPI dumps, asked when the queues or vectors change
+        self._netdev_answers = queue_irqs.NetdevAnswers(min(settings_period_s, queue_irqs.NETDEV_REFRESH_S))
         # link speeds, read when a link's state changes (live; interfaces.LinkSpeeds)
         self._speeds = interfaces.LinkSpeeds(root, min(settings_period_s, interfaces.SPEED_REFRESH_S))
         self.settings_files = 0  # settings files the last tick read (a benchmark's figure)
@@ -149,10 +151,12 @@ class HostReader:
     def settings_changed(self, ifnames: Iterable[str] = (), irqs: Iterable[int] = ()) -> None:
         """Re-read these interfaces' queue and ethtool settings and these IRQs' affinity on
         the next tick, on screen or not: nettop has just changed them. Any thread may call it."""
-        ifnames = list(ifnames)
+        ifnames, irqs = list(ifnames), list(irqs)
         self._settings.notice(ifnames, irqs)
         self._nic_settings.notice(ifnames)
         self._speeds.notice(ifnames)
+        if ifnames or irqs:
+            self._netdev_answers.notice()
 
     # --- one read ----------------------------------------------------------------------
 
@@ -185,7 +189,8 @@ class HostReader:
 
         table = take(self._read_irqs(root, online, False))
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl, listings,
-                                        {n: link_map[n].ifindex for n in names if link_map[n].ifindex}))
+                                        {n: link_map[n].ifindex for n in names if link_map[n].ifindex},
+                                        self._netdev_answers, t_mono))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
         new = mapped - self._net_irqs

@@ -23,6 +23,7 @@ import functools
 import operator
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -302,6 +303,13 @@ def _ifindex(root: SysRoot, ifname: str) -> int | None:
 def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
              answers: tuple[list[dict], list[dict]] | None,
              problems: list[Problem], listings: QueueListings | None = None) -> QueueMap:
+    queue_dirs, dev = _inputs(root, ifname, irqs, problems, listings)
+    return _map_from(ifname, irqs, dev, queue_dirs, answers)
+
+
+def _inputs(root: SysRoot, ifname: str, irqs: InterruptTable, problems: list[Problem],
+            listings: QueueListings | None = None) -> tuple[list[tuple[str, int]] | None, DeviceIrqs | None]:
+    """The interface's queue listing and device (this tick's), with their problems."""
     queue_dirs = read_queue_dirs(root, ifname, listings)
     if queue_dirs is None and root.exists("sys/class/net") and root.exists(f"sys/class/net/{ifname}"):
         problems.append(Problem(f"sys/class/net/{ifname}/queues",
@@ -316,6 +324,12 @@ def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
                 f"{ifname}'s device lists MSI IRQ {shown} in msi_irqs/ but /proc/interrupts "
                 "does not have them (captured at different times, or freed since): their "
                 "counts and queues are unknown")))
+    return queue_dirs, dev
+
+
+def _map_from(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
+              queue_dirs: list[tuple[str, int]] | None,
+              answers: tuple[list[dict], list[dict]] | None) -> QueueMap:
     key = _memo_key(ifname, irqs, dev, queue_dirs, answers)
     if key is not None:
         hit = _MAPS.get(key)
@@ -394,27 +408,113 @@ def map_queues(root: SysRoot, ifname: str, irqs: InterruptTable,
 def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
             nl: NetdevNetlink | None,
             listings: QueueListings | None = None,
-            ifindexes: Mapping[str, int] | None = None) -> tuple[dict[str, QueueMap], list[Problem]]:
+            ifindexes: Mapping[str, int] | None = None,
+            asked: NetdevAnswers | None = None, now: float = 0.0) -> tuple[dict[str, QueueMap], list[Problem]]:
     """Queue maps of several interfaces, with one netlink dump for all of them (and the
     tick's queue listings, when given). `ifindexes`: the interfaces' indexes as the
-    tick's link dump gave them (else each is read from sysfs, one open per interface)."""
+    tick's link dump gave them (else each is read from sysfs, one open per interface).
+    `asked`: the caller's `NetdevAnswers`, which keeps the dumps' answers while nothing
+    they describe seems to have changed (at monotonic time `now`); without it they are
+    asked every call."""
     problems: list[Problem] = []
     names = list(ifnames)
+    inputs = {name: _inputs(root, name, irqs, problems, listings) for name in names}
     grouped: dict[int, tuple[list[dict], list[dict]]] | None = None
+    index: dict[str, int | None] = {}
     if nl is not None and root.live and names:
-        answers = _netlink_answers(nl, None, "all interfaces", problems)
-        if answers is not None:
-            grouped = {}
-            for i, rows in enumerate(answers):
-                for row in rows:
-                    grouped.setdefault(row.get("ifindex", -1), ([], []))[i].append(row)
+        for name in names:
+            ifindex = ifindexes.get(name) if ifindexes is not None else None
+            index[name] = ifindex if ifindex is not None else _ifindex(root, name)
+        if asked is not None:
+            key = tuple((name, index[name], *inputs[name]) for name in names)
+            grouped = asked.get(nl, key, now, problems)
+        else:
+            grouped = _ask_grouped(nl, problems)
     out: dict[str, QueueMap] = {}
     for name in names:
         mine = None
         if grouped is not None:
-            ifindex = ifindexes.get(name) if ifindexes is not None else None
-            if ifindex is None:
-                ifindex = _ifindex(root, name)
+            ifindex = index[name]
             mine = grouped.get(ifindex, ([], [])) if ifindex is not None else None
-        out[name] = _map_one(root, name, irqs, mine, problems, listings)
+        queue_dirs, dev = inputs[name]
+        out[name] = _map_from(name, irqs, dev, queue_dirs, mine)
     return out, problems
+
+
+def _ask_grouped(nl: NetdevNetlink, problems: list[Problem]) -> dict[int, tuple[list[dict], list[dict]]] | None:
+    """Both netdev dumps (every interface's queues and NAPIs), grouped by ifindex."""
+    answers = _netlink_answers(nl, None, "all interfaces", problems)
+    if answers is None:
+        return None
+    grouped: dict[int, tuple[list[dict], list[dict]]] = {}
+    for i, rows in enumerate(answers):
+        for row in rows:
+            grouped.setdefault(row.get("ifindex", -1), ([], []))[i].append(row)
+    return grouped
+
+
+NETDEV_REFRESH_S = 10.0  # the netdev dumps are asked again at least this often
+
+
+class NetdevAnswers:
+    """The netdev genetlink queue and NAPI dumps, asked again when what they describe may
+    have changed, not every tick.
+
+    Which NAPI serves a queue and which IRQ a NAPI fires on change when the device's
+    queues are reconfigured (`ethtool -L/-G`, XDP attached, a reset, a driver reload), and
+    nearly all of that shows in what the tick reads anyway: the interfaces and their
+    ifindexes, each one's queue listing (queues/rx-N, tx-N) and its device's MSI vectors
+    (msi_irqs/). So the last answers are kept while those are equal, and asked again when
+    any differs, when nettop itself changed an interface or an IRQ (`notice`, from the
+    pipeline's journal watch, as the settings rotation has it), and at least every
+    `refresh_s` seconds: a reset by another tool that keeps every queue and vector (new
+    NAPI ids on the same IRQs) shows within that time. An answer that failed is asked
+    again the next tick; an old kernel without the family is not asked again. Not
+    thread-safe except `notice`.
+    """
+
+    def __init__(self, refresh_s: float = NETDEV_REFRESH_S) -> None:
+        self.refresh_s = refresh_s
+        self._key: tuple | None = None
+        self._t = 0.0
+        self._grouped: dict[int, tuple[list[dict], list[dict]]] | None = None
+        self._lock = threading.Lock()
+        self._noticed = False
+        self._unsupported = False
+        self.asked = 0  # dumps asked on the last call: 0 or 2 (a test's figure)
+
+    def notice(self) -> None:
+        """Ask again on the next tick (nettop changed an interface or an IRQ)."""
+        with self._lock:
+            self._noticed = True
+
+    def get(self, nl: NetdevNetlink, key: tuple, now: float,
+            problems: list[Problem]) -> dict[int, tuple[list[dict], list[dict]]] | None:
+        """The dumps grouped by ifindex: kept, or asked now."""
+        with self._lock:
+            dirty, self._noticed = self._noticed, False
+        self.asked = 0
+        if self._unsupported:
+            return None
+        if not dirty and key == self._key and 0 <= now - self._t < self.refresh_s:
+            return self._grouped
+        from nettop.kernel.netdev_genl import NetdevUnsupported
+
+        self.asked = 2
+        try:
+            answers = nl.queues(None), nl.napis(None)
+        except NetdevUnsupported:
+            self._unsupported = True
+            return None
+        except Exception as exc:  # noqa: BLE001 - a netlink failure must not stop the tick
+            self._key = None  # asked again next tick
+            problems.append(Problem("netdev genetlink all interfaces",
+                                    f"cannot ask netdev genetlink for the queues of all interfaces: {exc}; "
+                                    "queue IRQs come from driver naming instead"))
+            return None
+        grouped: dict[int, tuple[list[dict], list[dict]]] = {}
+        for i, rows in enumerate(answers):
+            for row in rows:
+                grouped.setdefault(row.get("ifindex", -1), ([], []))[i].append(row)
+        self._key, self._t, self._grouped = key, now, grouped
+        return grouped
