@@ -232,3 +232,25 @@ def test_live_dummy_irqbalance_is_detected_then_not_after_kill(tmp_path):
         proc.wait()
     assert cache.running(LIVE) is False
     assert irqbalance_running(LIVE) is False
+
+
+def test_a_scan_reads_only_new_processes_comm_and_all_of_them_every_full_interval(tmp_path):
+    root, clock = SysRoot(str(tmp_path)), Clock()
+    for pid in range(1, 41):
+        add_proc(tmp_path, pid, "worker")
+    cache = IrqbalanceCache(interval=5.0, clock=clock, full_interval=60.0)
+    assert cache.running(root) is False and cache.comms_read == 40  # the first scan: all
+    add_proc(tmp_path, 41, "worker")
+    clock.t += 5
+    assert cache.running(root) is False and cache.comms_read == 1  # then the new ones only
+    add_proc(tmp_path, 77, "irqbalance")
+    clock.t += 5
+    assert cache.running(root) is True and cache.comms_read == 1  # a new irqbalance: found
+    shutil.rmtree(tmp_path / "proc/77")
+    assert cache.running(root) is False and cache.comms_read == 41  # it stopped: all again
+    # GIVEN a pid already looked at becomes irqbalance (an exec): found at the full scan
+    (tmp_path / "proc/7/comm").write_text("irqbalance\n")
+    clock.t += 5
+    assert cache.running(root) is False and cache.comms_read == 0
+    clock.t += 55
+    assert cache.running(root) is True

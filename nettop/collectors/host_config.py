@@ -14,7 +14,12 @@ while it runs sees the move silently reverted. Finding it must be cheap on a hos
 thousands of processes: `IrqbalanceCache` re-checks the pid it found last (one open),
 then the control sockets irqbalance creates as /run/irqbalance/irqbalance<pid>.sock
 (one listdir), and only then scans /proc/*/comm, at most once per `interval` seconds
-while nothing is found. A pid is only believed when its `comm` says irqbalance, so
+while nothing is found. A scan reads the comm of the processes that were not there at
+the last scan only (the others were looked at then); every `full_interval` seconds, and
+right after the irqbalance it knew stopped, all of them: so an irqbalance started as a
+new process is seen within `interval`, and one that took over a pid already looked at (an
+exec without a fork, a pid reused) within `full_interval`. On a host with thousands of
+processes a scan was thousands of opens every 5 s. A pid is only believed when its `comm` says irqbalance, so
 stale sockets and reused pids do not count. With a captured root, the root's own /proc
 and /run are read.
 """
@@ -118,12 +123,16 @@ class IrqbalanceCache:
     """
 
     def __init__(self, interval: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, full_interval: float = 60.0) -> None:
         self.interval = interval
+        self.full_interval = full_interval
         self._clock = clock
         self._pid: int | None = None
         self._last_scan: float | None = None
-        self.scans = 0  # full /proc scans done, for tests and the cost report
+        self._last_full: float | None = None
+        self._seen: frozenset[str] = frozenset()  # the /proc entries the last scan saw
+        self.scans = 0  # /proc scans done, for tests and the cost report
+        self.comms_read = 0  # comm files the last scan read (a test's figure)
 
     def running(self, root: SysRoot) -> bool:
         if self._pid is not None:
@@ -136,9 +145,13 @@ class IrqbalanceCache:
             now = self._clock()
             if self._last_scan is not None and now - self._last_scan < self.interval:
                 return False
+            full = (self._last_scan is None or self._last_full is None
+                    or now - self._last_full >= self.full_interval)
             self._last_scan = now
             self.scans += 1
-            pid = scan_proc(root)
+            if full:
+                self._last_full = now
+            pid, self._seen, self.comms_read = _scan(root, frozenset() if full else self._seen)
         self._pid = pid
         return pid is not None
 
@@ -176,11 +189,20 @@ def pid_from_sockets(root: SysRoot) -> int | None:
 
 def scan_proc(root: SysRoot) -> int | None:
     """The first pid whose comm is irqbalance, by reading every /proc/PID/comm."""
+    return _scan(root, frozenset())[0]
+
+
+def _scan(root: SysRoot, skip: frozenset[str]) -> tuple[int | None, frozenset[str], int]:
+    """(the first pid not in `skip` whose comm is irqbalance, the /proc entries listed,
+    comm files read)."""
     try:
         names = root.listdir("proc")
     except OSError:
-        return None
+        return None, frozenset(), 0
+    read = 0
     for name in names:
-        if is_decimal(name) and len(name) <= 10 and is_irqbalance(root, int(name)):
-            return int(name)
-    return None
+        if name not in skip and is_decimal(name) and len(name) <= 10:
+            read += 1
+            if is_irqbalance(root, int(name)):
+                return int(name), frozenset(names), read
+    return None, frozenset(names), read
