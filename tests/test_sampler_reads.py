@@ -248,3 +248,25 @@ def test_netdev_dumps_are_asked_again_when_queues_change_on_notice_and_after_the
             assert tick() == 2
         finally:
             fresh_nl.close()
+
+
+def test_held_files_of_a_tree_rewritten_in_place_read_a_value_longer_than_a_page(tmp_path):
+    from nettop.kernel.held_files import HeldFiles
+    from nettop.kernel.sysroot import SysRoot
+
+    (tmp_path / "proc/sys/net/core").mkdir(parents=True)
+    f = tmp_path / "proc/sys/net/core/flow_limit_cpu_bitmap"
+    long = ",".join(["ffffffff"] * 600)  # 5,399 bytes: past the first 4 KiB read
+    f.write_text(long + "\n")
+    files = HeldFiles(SysRoot(str(tmp_path), in_place=True))
+    try:
+        assert files.read_line("proc/sys/net/core/flow_limit_cpu_bitmap") == long
+        with open(f, "r+") as w:  # rewritten in place, as the kernel regenerates it
+            w.write("0" * 8)
+        assert files.read_line("proc/sys/net/core/flow_limit_cpu_bitmap") == "0" * 8 + long[8:]
+        assert files.held == 1
+    finally:
+        files.close()
+    # a captured tree (not rewritten in place) is not held
+    plain = HeldFiles(SysRoot(str(tmp_path)))
+    assert plain.read_line("proc/sys/net/core/flow_limit_cpu_bitmap").startswith("00000000") and plain.held == 0
