@@ -270,3 +270,32 @@ def test_held_files_of_a_tree_rewritten_in_place_read_a_value_longer_than_a_page
     # a captured tree (not rewritten in place) is not held
     plain = HeldFiles(SysRoot(str(tmp_path)))
     assert plain.read_line("proc/sys/net/core/flow_limit_cpu_bitmap").startswith("00000000") and plain.held == 0
+
+
+@root_only
+def test_a_device_without_per_queue_ethtool_counters_is_asked_again_only_after_the_recheck(veth_lab):
+    from nettop.collectors.queue_counters import RECHECK_S, QueueCounterReader
+    from nettop.kernel.ethtool import Ethtool
+
+    host = veth_lab.host_if
+    idx = int(Path(f"/sys/class/net/{host}/ifindex").read_text())
+    with Ethtool() as et:
+        asked: list[str] = []
+        real = et.stat_count
+
+        def counting(name: str) -> int:
+            asked.append(name)
+            return real(name)
+
+        et.stat_count = counting  # type: ignore[method-assign]
+        reader = QueueCounterReader(None, et)
+        t = 50.0
+        for step, want in ((0.0, 1), (1.0, 0), (RECHECK_S - 1.5, 0), (1.0, 1), (1.0, 0)):
+            t += step
+            asked.clear()
+            stats, problems = reader.read({host: idx}, t)
+            assert stats[host].source == "none" and not problems  # veth: XDP-path counters only
+            assert len(asked) == want, (step, asked)
+        asked.clear()
+        reader.read({host: idx})  # without a time: asked every call, as before
+        assert asked == [host]

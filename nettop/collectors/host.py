@@ -218,7 +218,7 @@ class HostReader:
         problems.extend(consistency.check_cpu_sets(online, table.cpus, sirq, times, snet, damaged))
 
         nics = [n for n in names if n != "lo"]
-        qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}))
+        qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}, t_mono))
         if not root.live:
             qstats = {**qstats, **queue_counters.saved_ethtool_stats(root, nics)}
         screen, rows = self.on_screen, self.screen_queues  # once: the consumer may swap them

@@ -85,16 +85,33 @@ def counters_from_qstats(rows: list[dict]) -> dict[int, tuple[QueueCounters, ...
     return {k: tuple(sorted(v, key=lambda q: (q.kind, q.index))) for k, v in out.items()}
 
 
-class QueueCounterReader:
-    """Keeps the netlink support answer and each device's ethtool string table."""
+RECHECK_S = 10.0  # a device without per-queue ethtool counters is asked again this often
 
-    def __init__(self, nl: NetdevNetlink | None, ethtool: Ethtool | None) -> None:
+
+class QueueCounterReader:
+    """Keeps the netlink support answer and each device's ethtool string table.
+
+    A device whose `ethtool -S` names no per-queue packets or bytes (veth, ifb, bridges,
+    a driver without the operation) would still cost an ioctl a tick, under RTNL, just to
+    learn its table did not change: on a host with hundreds of veths, hundreds a tick. So
+    such a device is asked again only every `recheck_s` seconds (its table changes with
+    the driver, and a re-created device has a new ifindex, asked at once); a device with
+    per-queue counters has its statistic count checked every tick, with its counters.
+    """
+
+    def __init__(self, nl: NetdevNetlink | None, ethtool: Ethtool | None,
+                 recheck_s: float = RECHECK_S) -> None:
         self._nl = nl
         self._ethtool = ethtool
+        self.recheck_s = recheck_s
         self._tables: dict[tuple[str, int], tuple[int, dict[int, tuple[str, int, str]]]] = {}
+        self._none_since: dict[tuple[str, int], float] = {}  # no per-queue counters, as of when
+        self._now = 0.0
 
-    def read(self, links: dict[str, int]) -> tuple[dict[str, QueueStats], list[Problem]]:
-        """Per-queue counters for `links` (name → ifindex)."""
+    def read(self, links: dict[str, int], now: float | None = None) -> tuple[dict[str, QueueStats], list[Problem]]:
+        """Per-queue counters for `links` (name → ifindex), at monotonic time `now` (None:
+        every device is asked)."""
+        self._now = now if now is not None else float("nan")
         problems: list[Problem] = []
         by_index: dict[int, tuple[QueueCounters, ...]] = {}
         if self._nl is not None:
@@ -112,12 +129,17 @@ class QueueCounterReader:
             out[name] = QueueStats(name, queues, "ethtool-stats" if queues else "none")
         for key in [k for k in self._tables if links.get(k[0]) != k[1]]:
             del self._tables[key]
+            self._none_since.pop(key, None)
         return out, problems
 
     def _ethtool_queues(self, name: str, ifindex: int) -> tuple[QueueCounters, ...]:
         if self._ethtool is None:
             return ()
         key = (name, ifindex)
+        since = self._none_since.get(key)
+        if since is not None and 0 <= self._now - since < self.recheck_s:
+            return ()  # no per-queue counters when last asked, within recheck_s
+        self._none_since.pop(key, None)
         try:
             n = self._ethtool.stat_count(name)
             cached = self._tables.get(key)
@@ -125,8 +147,10 @@ class QueueCounterReader:
                 cached = (n, parse_queue_stat_names(self._ethtool.stat_names(name, n)) if n else {})
                 self._tables[key] = cached
             if not cached[1]:
+                self._none_since[key] = self._now
                 return ()
             return counters_from_positions(cached[1], self._ethtool.stats(name, n))
         except OSError:
             self._tables[key] = (-1, {})
+            self._none_since[key] = self._now
             return ()
