@@ -533,3 +533,39 @@ def test_a_big_vector_is_packed_fast_and_read_back_with_the_same_filters():
     small = codec.pack_ints([-1] * (codec.BIG_VECTOR - 1))
     assert small[1:] == codec.lzma.compress(codec._planes([1] * (codec.BIG_VECTOR - 1)),
                                             format=codec.lzma.FORMAT_RAW, filters=codec.LZMA_FILTERS)
+
+
+def test_a_run_of_kept_settings_is_taken_whole_and_gives_the_walks_values(monkeypatch):
+    """A mapping of settings (IRQ affinities) or a tuple of them (a device's queues) whose
+    objects are all last sample's is taken in C-level passes (IntParts.settings), with no
+    `remembered` call per object; with a few re-read (the settings rotation) only those
+    are walked. Either way the skeleton, ints and floats are exactly `split`'s."""
+    from nettop.model.snapshot import IrqAffinity, QueueConfig
+
+    affs = {i: IrqAffinity(i, (i % 4,), (i % 4,), None, i % 2, None, 1.5 + i) for i in range(40, 52)}
+    queues = tuple(QueueConfig("rx" if i % 2 else "tx", i // 2, "f", i, "0", None, 2.5) for i in range(12))
+    value = {"affs": affs, "queues": queues}
+    calls: list = []
+    remembered = codec.IntParts.remembered
+    monkeypatch.setattr(codec.IntParts, "remembered",
+                        lambda self, obj, floats: calls.append(obj) or remembered(self, obj, floats))
+    seen: dict = {}
+    walked = []
+    reread = dict(affs)
+    reread[44] = dataclasses.replace(affs[44], read_at=9.0)
+    renewed = (*queues[:3], dataclasses.replace(queues[3], rps_cpus="3"), *queues[4:])
+    again = (*renewed[:5], dataclasses.replace(renewed[5], read_at=7.0), *renewed[6:])
+    for v in (value, {"affs": affs, "queues": renewed}, {"affs": reread, "queues": again},
+              {"affs": reread, "queues": again}):
+        calls.clear()
+        ints, floats = [], []
+        want = codec._enc(v, ints, floats)
+        parts = codec.IntParts(seen)
+        got_floats: list = []
+        got = codec._enc(v, parts, got_floats)
+        assert codec.skeleton_text(got) == codec.skeleton_text(want)
+        assert (list(parts), got_floats) == (ints, floats)
+        walked.append(sum(type(o) is not tuple for o in calls))
+        seen = parts.kept
+    # all walked first; then only the re-read queue; the re-read affinity and queue; none
+    assert walked == [24, 1, 2, 0]
