@@ -302,3 +302,31 @@ def test_one_sample_gives_only_the_static_rules():
     host = FakeHost(conntrack=(99, 100), dropped={0: 10})
     found = evaluate(host.points()[:1])
     assert [f.id for f in found] == ["conntrack:host"]
+
+
+def test_nics_are_worked_out_once_per_links_mapping_and_per_cpu_columns_in_c():
+    """The rules' shared per-tick answers (rules/common.nics, softnet._positive) are
+    those of the plain expressions: nics() of a links mapping is kept by its identity
+    (ten rules ask for one snapshot's every tick) and a new mapping is worked out
+    afresh; a softnet column's positive rates keep the CPUs' order and float values."""
+    import math
+    import types
+
+    from nettop.doctor.rules import common, softnet
+
+    def link(aggregate: bool = False) -> object:
+        return types.SimpleNamespace(is_aggregate=aggregate)
+
+    links = {"eth1": link(), "lo": link(), "bond0": link(True), "eth0": link()}
+    snap = types.SimpleNamespace(links=links)
+    assert common.nics(snap) == ["eth0", "eth1"]
+    kept = common._NICS[id(links)]
+    assert kept[0] is links and common.nics(snap) == ["eth0", "eth1"] and common._NICS[id(links)] is kept
+    common.nics(snap).append("x")  # a caller's list is its own
+    assert common.nics(snap) == ["eth0", "eth1"]
+    assert common.nics(types.SimpleNamespace(links={**links, "eth2": link()})) == ["eth0", "eth1", "eth2"]
+    sn = {c: (1.0, v, -v, 0.0) for c, v in zip(range(9, 0, -1), (0.0, 2.5, -0.0, -1.0, 1e-300, math.nan, 7.0, 0.0, 3.0))}
+    for k in range(4):
+        want = {c: v[k] for c, v in sn.items() if v[k] > 0}
+        got = softnet._positive(sn, k)
+        assert list(got.items()) == list(want.items())

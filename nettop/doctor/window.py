@@ -12,6 +12,7 @@ the rates are.
 from __future__ import annotations
 
 import operator
+from itertools import compress
 from typing import Any, Iterable, Mapping, Sequence, cast
 
 from nettop.model.counters import U32, U64, delta
@@ -20,6 +21,9 @@ from nettop.model.cpu_columns import ARRAYS_FROM, EXACT, SOFTIRQS, SOFTNET, TIME
 from nettop.model.snapshot import CpuTimes, Snapshot
 from nettop.model.timeline import Event, Point
 from nettop.ping.stats import LatencyStats
+
+
+_FIRST = operator.itemgetter(0)
 
 
 def _d(a: int, b: int, modulus: int) -> int:
@@ -59,8 +63,8 @@ def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> d
     soft = (100.0 * dt[:, 6] / div).tolist()  # cpu_columns.TIMES: softirq, irq, idle, iowait
     hard = (100.0 * dt[:, 5] / div).tolist()
     idle = (100.0 * (tb[:, 3] + tb[:, 4] - ta[:, 3] - ta[:, 4]) / div).tolist()
-    if exact.all():
-        return {cpu: (s, h, i) for cpu, s, h, i, k in zip(cb.cpus, soft, hard, idle, keep.tolist()) if k}
+    if exact.all():  # C-level: a dict comprehension over 1,024 CPUs was ~0.1 ms a tick
+        return dict(compress(zip(cb.cpus, zip(soft, hard, idle)), keep.tolist()))
     for cpu, ok, k, s, h, i in zip(cb.cpus, exact.tolist(), keep.tolist(), soft, hard, idle):
         if not ok:  # beyond 50 bits: Python's ints
             a = before.get(cpu)
@@ -281,8 +285,8 @@ class Window:
         if got is None:
             got = {}
             if self.has_rates:
-                got = {cpu: v[0] for cpu, v in _per_s(self.first.softirqs, self.last.softirqs, SOFTIRQS, 1,
-                                                     self.elapsed).items()}
+                one = _per_s(self.first.softirqs, self.last.softirqs, SOFTIRQS, 1, self.elapsed)
+                got = dict(zip(one, map(_FIRST, one.values())))
             self._net_rx = got
         return got
 

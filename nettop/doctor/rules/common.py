@@ -66,8 +66,22 @@ RH_LOWLAT = "Red Hat low-latency performance tuning guide (C-states, governor)"
 
 
 def nics(snap: Snapshot) -> list[str]:
-    """Interfaces a rule judges: not lo, not a bond/bridge (their members are judged)."""
-    return [n for n, link in sorted(snap.links.items()) if n != "lo" and not link.is_aggregate]
+    """Interfaces a rule judges: not lo, not a bond/bridge (their members are judged).
+    Kept for the last few `links` mappings (by identity, the mapping held): ten rules
+    ask for the same snapshot's every tick."""
+    links = snap.links
+    got = _NICS.get(id(links))
+    if got is None or got[0] is not links:
+        got = (links, tuple(n for n, link in sorted(links.items()) if n != "lo" and not link.is_aggregate))
+        with KEPT_LOCK:
+            _NICS[id(links)] = got
+            while len(_NICS) > _NICS_KEEP:
+                del _NICS[next(iter(_NICS))]
+    return list(got[1])
+
+
+_NICS: dict[int, tuple[Any, tuple[str, ...]]] = {}  # id(snap.links) -> (links, its nics)
+_NICS_KEEP = 8
 
 
 def queue_irqs(snap: Snapshot, ifname: str, kinds: tuple[str, ...] = ("rx", "tx", "combined")) -> list[int]:

@@ -47,9 +47,15 @@ def rss_imbalance(ctx: Context) -> Iterator[Finding]:
         if not per_q:  # no per-queue counters: judge by the queue IRQs' rates
             qm = snap.queue_maps.get(name)
             queues = [q for q in qm.queues if q.kind in ("rx", "combined") and q.irqs] if qm else []
-            peaks = iter(w.irq_peaks([i for q in queues for i in q.irqs]))
-            for q in queues:
-                per_q[q.index] = sum((next(peaks) or (0, 0))[0] for _ in q.irqs) / (w.elapsed or 1.0)
+            got = w.irq_peaks([i for q in queues for i in q.irqs])
+            span = w.elapsed or 1.0
+            if len(got) == len(queues):  # one IRQ a queue (4 x 128 queues: no generator per queue)
+                for q, peak in zip(queues, got):
+                    per_q[q.index] = (0 + (peak or (0, 0))[0]) / span  # 0 +: as sum() of one
+            else:
+                peaks = iter(got)
+                for q in queues:
+                    per_q[q.index] = sum((next(peaks) or (0, 0))[0] for _ in q.irqs) / span
         if len(per_q) < 2:
             continue
         total = sum(per_q.values())
