@@ -224,6 +224,9 @@ def main() -> int:
     ap.add_argument("--open-each-tick", action="store_true",
                     help="advance per_cpu_count by rename: the reader opens each afresh (a captured tree)")
     a = ap.parse_args()
+    from nettop.pipeline.gc_policy import for_long_runs
+
+    for_long_runs()  # as `nettop record` runs (nettop/cli.py): the collector's pace is part of its cost
     for size in (int(x) for x in re.split(r"[, ]+", a.cpus) if x):
         if size not in SIZES:
             print(f"record_cost: --cpus takes {', '.join(map(str, SIZES))}, not {size}", file=sys.stderr)
