@@ -146,7 +146,7 @@ class FiguresRing:
 
     def nbytes(self) -> int:
         """What the columns hold (the names table aside), for tests and the benchmark."""
-        arrays = [*self._cols.values(), *self._opt.values(), self._cpu, self._link]
+        arrays: list[array] = [*self._cols.values(), *self._opt.values(), self._cpu, self._link]
         return sum(a.buffer_info()[1] * a.itemsize for a in arrays) + sum(len(b) for b in self._has.values())
 
 

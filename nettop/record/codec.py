@@ -32,7 +32,7 @@ try:
 except ImportError:  # a Python built without liblzma still reads and writes zlib rows
     lzma = None  # type: ignore[assignment]  # mypy types a module as never None; every use tests lzma or LZMA_FILTERS
 from itertools import chain, compress, islice
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import enum
 import types
@@ -218,11 +218,12 @@ class IntParts(list):
         ids = list(map(id, values))
         hits = list(map(self.seen.get, ids))
         kept = self.kept
-        if None not in hits and all(map(operator.is_, map(_HELD, hits), values)):
-            self.extend(chain.from_iterable(map(_HIT_INTS, hits)))
-            floats.extend(chain.from_iterable(map(_HIT_FLOATS, hits)))
-            kept.update(zip(ids, hits))
-            return list(map(_HIT_PIECE, hits))
+        whole = cast("list[tuple[Any, ...]]", hits)  # when None is not among them
+        if None not in hits and all(map(operator.is_, map(_HELD, whole), values)):
+            self.extend(chain.from_iterable(map(_HIT_INTS, whole)))
+            floats.extend(chain.from_iterable(map(_HIT_FLOATS, whole)))
+            kept.update(zip(ids, whole))
+            return list(map(_HIT_PIECE, whole))
         out = []
         for obj, key, hit in zip(values, ids, hits):
             if hit is not None and hit[0] is obj:
