@@ -49,6 +49,7 @@ from nettop.collectors.cpus import parse_cpu_list
 from nettop.collectors.rows import build
 from nettop.model.counts import DTYPE, CountMatrix, CountRow, numpy
 from nettop.model.snapshot import InterruptTable, Irq
+from nettop.kernel.held_files import close_all, fd_budget
 from nettop.kernel.sysroot import SysRoot
 
 SOURCE = "/sys/kernel/irq"
@@ -189,11 +190,7 @@ class SysfsIrqReader:
             dirfd, self._dirfd, self._dir_id = self._dirfd, -1, None
             os.close(dirfd)
         fds, self._fds = self._fds, {}
-        for fd in fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_all(fds.values())
 
     def _held(self, path: str) -> bytes:
         """The file's bytes through a held descriptor (the live kernel), else opened."""
@@ -447,15 +444,7 @@ class Named(Mapping[int, Irq]):
 
 def _fd_budget() -> int:
     """Descriptors this reader may hold: a quarter of the soft RLIMIT_NOFILE, at most 1,024."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        return 0
-    if soft == resource.RLIM_INFINITY:
-        return 1024
-    return max(0, min(1024, soft // 4))
+    return fd_budget(4, 1024)
 
 
 def _parse_all(parts: list[bytes]) -> list[int] | None:

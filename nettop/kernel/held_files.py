@@ -24,6 +24,7 @@ be read stale. Not thread-safe; `close` when done.
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 from nettop.kernel.sysroot import SysRoot
 
@@ -41,8 +42,10 @@ def _pread(fd: int) -> bytes:
     return data if len(data) < _SMALL else os.pread(fd, _LARGE, 0)
 
 
-def _budget() -> int:
-    """Descriptors to hold: a sixteenth of the soft RLIMIT_NOFILE, at most 64."""
+def fd_budget(share: int, cap: int) -> int:
+    """Descriptors a reader may hold: 1/`share` of the soft RLIMIT_NOFILE, at most `cap`
+    (the per-IRQ counts' reader takes a quarter, these one-value files a sixteenth, so
+    together they leave most of the limit to the rest of the process)."""
     try:
         import resource
 
@@ -50,8 +53,21 @@ def _budget() -> int:
     except (ImportError, OSError, ValueError):
         return 0
     if soft == resource.RLIM_INFINITY:
-        return 64
-    return max(0, min(64, soft // 16))
+        return cap
+    return max(0, min(cap, soft // share))
+
+
+def _budget() -> int:
+    return fd_budget(16, 64)
+
+
+def close_all(fds: Iterable[int]) -> None:
+    """Close each descriptor; one already gone (a fork's child closed it) is no error."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class HeldFiles:
@@ -109,11 +125,7 @@ class HeldFiles:
 
     def close(self) -> None:
         fds, self._fds = self._fds, {}
-        for fd in fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_all(fds.values())
 
     def __del__(self) -> None:
         try:
