@@ -125,7 +125,10 @@ def test_nobody_answers_the_live_view_reverts_by_the_deadline_and_shows_why(term
     assert _wait(lambda: sl.root_qdisc() == "tbf", 3)
     assert _wait(lambda: sl.root_qdisc() == "noqueue", trial.deadline_mono + 2 - time.monotonic())
     assert time.monotonic() <= trial.deadline_mono + 2
-    t.wait("reverted: not confirmed within 3 s", 40)  # the same connection came back
+    # the same connection came back and says why. The app's own timer reverts at the deadline;
+    # when a loaded machine makes it more than the guardian's grace late, the guardian does
+    # ("not confirmed in time (guardian)") and the app shows that instead.
+    t.wait("reverted: not confirmed", 40)
 
 
 def test_the_ssh_client_killed_during_the_countdown_the_live_view_reverts_on_sighup(term):
