@@ -389,3 +389,50 @@ def test_a_device_link_moved_or_msi_vectors_changed_show_on_the_next_read(tmp_pa
     link.unlink()
     os.symlink("../../../0000:02:00.0", link)
     assert read_device(root, "ens1f0") == DeviceIrqs("0000:02:00.0", None, frozenset({40}))
+
+
+def _live_indexes() -> dict[str, int]:
+    from nettop.kernel.rtnl import Rtnl
+
+    rtnl = Rtnl()
+    try:
+        return {m.name: m.ifindex for m in rtnl.links()}
+    finally:
+        rtnl.close()
+
+
+def test_kept_device_links_agree_with_read_device_and_follow_a_recreated_interface(veth_lab):
+    """GIVEN every live interface (eth0's virtio device with its PCI parent, lo, the lab's
+    veth) WHEN DeviceLinks answers tick after tick THEN each answer equals read_device's,
+    only the first tick resolves the device links, and a veth deleted and made again under
+    the same name (a new ifindex, another queue count) is resolved again and mapped with
+    its new queues by the live HostReader."""
+    from nettop.collectors.host import HostReader
+    from nettop.collectors.queue_irqs import DeviceLinks
+    from lab import run
+
+    devices = DeviceLinks()
+    indexes = _live_indexes()
+    for tick in range(2):
+        for name, ifindex in indexes.items():
+            assert devices.read(LIVE, name, ifindex) == read_device(LIVE, name), name
+        assert devices.resolved == (len(indexes) if tick == 0 else 0)
+        devices.resolved = 0
+    with HostReader(LIVE, [veth_lab.host_if]) as reader:
+        first = reader.read()
+        old_index = first.links[veth_lab.host_if].ifindex
+        assert len(first.queue_maps[veth_lab.host_if].queues) == 8  # rx-0..3, tx-0..3
+        reader.read()
+        assert reader._devices.resolved == 0  # kept: no lstat or readlink this tick
+        run(["ip", "link", "del", veth_lab.host_if])
+        gone = reader.read()
+        assert veth_lab.host_if not in gone.queue_maps
+        run(["ip", "link", "add", veth_lab.host_if, "numtxqueues", "2", "numrxqueues", "2",
+             "type", "veth", "peer", "name", veth_lab.peer_if, "netns", veth_lab.netns,
+             "numtxqueues", "2", "numrxqueues", "2"])
+        again = reader.read()
+        assert again.links[veth_lab.host_if].ifindex != old_index
+        assert reader._devices.resolved == 1
+        assert len(again.queue_maps[veth_lab.host_if].queues) == 4  # rx-0..1, tx-0..1
+        assert again.queue_maps[veth_lab.host_if] == map_all(
+            LIVE, [veth_lab.host_if], again.interrupts, None)[0][veth_lab.host_if]

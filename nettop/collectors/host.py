@@ -83,6 +83,8 @@ class HostReader:
         self._nic_settings = NicSettingsRotation(settings_period_s)
         # netdev genetlink's queue and NAPI dumps, asked when the queues or vectors change
         self._netdev_answers = queue_irqs.NetdevAnswers(min(settings_period_s, queue_irqs.NETDEV_REFRESH_S))
+        # where each interface's device sits in sysfs, resolved once per (name, ifindex)
+        self._devices = queue_irqs.DeviceLinks()
         # link speeds, read when a link's state changes (live; interfaces.LinkSpeeds)
         self._speeds = interfaces.LinkSpeeds(root, min(settings_period_s, interfaces.SPEED_REFRESH_S))
         self.settings_files = 0  # settings files the last tick read (a benchmark's figure)
@@ -190,7 +192,7 @@ class HostReader:
         table = take(self._read_irqs(root, online, False))
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl, listings,
                                         {n: link_map[n].ifindex for n in names if link_map[n].ifindex},
-                                        self._netdev_answers, t_mono))
+                                        self._netdev_answers, t_mono, self._devices))
         mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
         mapped |= {i for m in qmaps.values() for i in m.other_irqs}
         new = mapped - self._net_irqs

@@ -53,6 +53,16 @@ class DeviceIrqs:
 
 def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
     """The interface's device (None when it has none: veth, bridge, loopback)."""
+    where = _device_where(root, ifname)
+    return _with_msi(where) if where is not None else None
+
+
+# Where an interface's device sits in sysfs: (its bdf, its virtio name, the directories
+# that may hold its msi_irqs/, in the order they are tried)
+_Where = tuple["str | None", "str | None", "tuple[str, ...]"]
+
+
+def _device_where(root: SysRoot, ifname: str) -> _Where | None:
     link = root.join(f"sys/class/net/{ifname}/device")
     if not os.path.lexists(link):
         return None
@@ -62,14 +72,52 @@ def read_device(root: SysRoot, ifname: str) -> DeviceIrqs | None:
     bdf = base if _BDF.fullmatch(base) else None
     if bdf is None and _BDF.fullmatch(os.path.basename(parent)):
         bdf = os.path.basename(parent)
+    return bdf, virtio, (path, parent) if virtio or bdf != base else (path,)
+
+
+def _with_msi(where: _Where) -> DeviceIrqs:
+    """The device with this instant's msi_irqs/ listing (vectors come and go with
+    channels, resets and driver reloads: listed every time)."""
+    bdf, virtio, dirs = where
     msi = None
-    for d in (path, parent) if virtio or bdf != base else (path,):
+    for d in dirs:
         try:
             msi = _msi_irqs(tuple(os.listdir(os.path.join(d, "msi_irqs"))))
             break
         except OSError:
             continue
     return DeviceIrqs(bdf, virtio, msi)
+
+
+class DeviceLinks:
+    """Where each live interface's device sits, kept for as long as the interface exists.
+
+    A netdev's parent device is set before it is registered and stays until it is
+    unregistered (a rename or a netns move keeps it), so its `device` link, bdf and virtio
+    name are facts of the (name, ifindex) pair; the kernel gives a re-created or re-bound
+    netdev a new ifindex (an index a user picks, `ip link add ... index N`, is only for
+    virtual links made by hand, which have no device link). Resolving them was an lstat and two readlinks per interface per
+    tick; now it is done once per (name, ifindex), and only msi_irqs/ is listed each tick.
+    Live kernel only (a captured tree has no ifindex to key on). Not thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int], _Where | None] = {}
+        self.resolved = 0  # interfaces resolved on the last tick (a test's figure)
+
+    def read(self, root: SysRoot, ifname: str, ifindex: int) -> DeviceIrqs | None:
+        key = (ifname, ifindex)
+        if key in self._known:
+            where = self._known[key]
+        else:
+            where = self._known[key] = _device_where(root, ifname)
+            self.resolved += 1
+        return _with_msi(where) if where is not None else None
+
+    def keep_only(self, keys: set[tuple[str, int]]) -> None:
+        """Forget the interfaces not in `keys` (gone, renamed or re-created)."""
+        if self._known.keys() - keys:
+            self._known = {k: v for k, v in self._known.items() if k in keys}
 
 
 # realpath of an interface's device link by (its class link, that link's target, the
@@ -308,13 +356,18 @@ def _map_one(root: SysRoot, ifname: str, irqs: InterruptTable,
 
 
 def _inputs(root: SysRoot, ifname: str, irqs: InterruptTable, problems: list[Problem],
-            listings: QueueListings | None = None) -> tuple[list[tuple[str, int]] | None, DeviceIrqs | None]:
-    """The interface's queue listing and device (this tick's), with their problems."""
+            listings: QueueListings | None = None, devices: DeviceLinks | None = None,
+            ifindex: int | None = None) -> tuple[list[tuple[str, int]] | None, DeviceIrqs | None]:
+    """The interface's queue listing and device (this tick's), with their problems.
+    `devices` with the interface's `ifindex` (live): where its device sits, as kept there."""
     queue_dirs = read_queue_dirs(root, ifname, listings)
     if queue_dirs is None and root.exists("sys/class/net") and root.exists(f"sys/class/net/{ifname}"):
         problems.append(Problem(f"sys/class/net/{ifname}/queues",
                                 f"cannot list the queues of {ifname} (sys/class/net/{ifname}/queues)"))
-    dev = read_device(root, ifname)
+    if devices is not None and ifindex is not None and root.live:
+        dev = devices.read(root, ifname, ifindex)
+    else:
+        dev = read_device(root, ifname)
     if dev is not None and dev.msi_irqs and irqs.irqs:
         table = irqs.irqs  # (not `msi - table.keys()`: that copies 16,384 keys into a set)
         absent = sorted(i for i in dev.msi_irqs if i not in table)
@@ -409,16 +462,24 @@ def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
             nl: NetdevNetlink | None,
             listings: QueueListings | None = None,
             ifindexes: Mapping[str, int] | None = None,
-            asked: NetdevAnswers | None = None, now: float = 0.0) -> tuple[dict[str, QueueMap], list[Problem]]:
+            asked: NetdevAnswers | None = None, now: float = 0.0,
+            devices: DeviceLinks | None = None) -> tuple[dict[str, QueueMap], list[Problem]]:
     """Queue maps of several interfaces, with one netlink dump for all of them (and the
     tick's queue listings, when given). `ifindexes`: the interfaces' indexes as the
     tick's link dump gave them (else each is read from sysfs, one open per interface).
     `asked`: the caller's `NetdevAnswers`, which keeps the dumps' answers while nothing
     they describe seems to have changed (at monotonic time `now`); without it they are
-    asked every call."""
+    asked every call. `devices`: the caller's `DeviceLinks`, which keeps where each
+    interface's device sits (live, with `ifindexes`); without it that is resolved every call."""
     problems: list[Problem] = []
     names = list(ifnames)
-    inputs = {name: _inputs(root, name, irqs, problems, listings) for name in names}
+    if devices is not None and ifindexes is not None and root.live:
+        devices.resolved = 0
+        inputs = {name: _inputs(root, name, irqs, problems, listings, devices, ifindexes.get(name))
+                  for name in names}
+        devices.keep_only({(name, ifindexes[name]) for name in names if ifindexes.get(name) is not None})
+    else:
+        inputs = {name: _inputs(root, name, irqs, problems, listings) for name in names}
     grouped: dict[int, tuple[list[dict], list[dict]]] | None = None
     index: dict[str, int | None] = {}
     if nl is not None and root.live and names:
