@@ -13,6 +13,7 @@ kernel prints for online CPUs only.
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 from nettop.model.problems import Problem, from_oserror
@@ -161,6 +162,15 @@ def format_cpu_mask(cpus: Iterable[int], ncpus: int) -> str:
     return ",".join(groups)
 
 
+@functools.lru_cache(maxsize=16)
+def _tick_cpu_list(text: str) -> tuple[tuple[int, ...], frozenset[int]]:
+    """`parse_cpu_list` (ids and their set) of a text that is read every tick and nearly
+    never changes (cpu/online, cpu/offline): a 1024-CPU host's list is 1024 ints to
+    build again each time. A ValueError is raised again on every call (not cached)."""
+    cpus = parse_cpu_list(text)
+    return cpus, frozenset(cpus)
+
+
 def read_online_cpus(root: SysRoot, files: HeldFiles | None = None) -> tuple[tuple[int, ...], list[Problem]]:
     """Online CPU ids from sysfs; from /proc/stat's cpuN lines when sysfs has no answer.
 
@@ -172,9 +182,9 @@ def read_online_cpus(root: SysRoot, files: HeldFiles | None = None) -> tuple[tup
     src = files if files is not None else root
     offline = _read_offline(src, problems)
     try:
-        cpus = parse_cpu_list(src.read_line(ONLINE))
+        cpus, cpu_set = _tick_cpu_list(src.read_line(ONLINE))
         if cpus:
-            both = set(cpus) & offline
+            both = cpu_set & offline if offline else None
             if both:
                 problems.append(Problem(OFFLINE, (
                     f"{ONLINE} and {OFFLINE} both list CPU {format_cpu_list(both)} (files "
@@ -200,15 +210,15 @@ def read_online_cpus(root: SysRoot, files: HeldFiles | None = None) -> tuple[tup
     return tuple(sorted(c for c in times if c not in offline)), problems
 
 
-def _read_offline(root: SysRoot | HeldFiles, problems: list[Problem]) -> set[int]:
+def _read_offline(root: SysRoot | HeldFiles, problems: list[Problem]) -> frozenset[int]:
     """CPU ids `cpu/offline` names; empty when the file is absent (older captures)."""
     try:
-        return set(parse_cpu_list(root.read_line(OFFLINE)))
+        return _tick_cpu_list(root.read_line(OFFLINE))[1]
     except OSError:
-        return set()
+        return frozenset()
     except ValueError as exc:
         problems.append(Problem(OFFLINE, f"cannot parse {OFFLINE} ({exc}); ignored"))
-        return set()
+        return frozenset()
 
 
 def read_possible_cpus(root: SysRoot) -> tuple[tuple[int, ...], list[Problem]]:
