@@ -23,9 +23,10 @@ from nettop.tui import braille
 from nettop.tui import format as fmt
 from nettop.tui import numa
 from nettop.tui.model import CpuRow, Series, heat_level
+from nettop.tui.widgets import KeptLines
 
 
-class BrailleChart(Widget):
+class BrailleChart(KeptLines, Widget):
     """A line chart drawn with the line API from a `braille.Frame`: redrawing an equal
     frame costs nothing, and a new one refreshes only the rows that changed."""
 

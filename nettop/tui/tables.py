@@ -21,13 +21,14 @@ from textual.widget import Widget
 
 from nettop.tui import format as fmt
 from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow, stale_mark
+from nettop.tui.widgets import KeptLines
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
 LEVELS = ("warm", "hot", "muted")
 PAD = 1  # blank columns either side of every cell
 
 
-class LiveTable(ScrollView, can_focus=True):
+class LiveTable(KeptLines, ScrollView, can_focus=True):
     """A keyed table drawn with Textual's line API: each row is one cached Strip, and a
     changed cell refreshes only its own screen region, so the terminal receives only the
     characters that changed."""
