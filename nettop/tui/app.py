@@ -35,12 +35,10 @@ from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
-from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
 
 from nettop.model.timeline import Event, Point
 from nettop.pipeline import RecordStatus, Source
@@ -59,7 +57,7 @@ from nettop.tui.experiment_keys import EXPERIMENT_ACTIONS, EXPERIMENT_BINDINGS, 
 from nettop.tui.trial_bar import TRIAL_BINDINGS, TrialMixin, install_hangup
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
-from nettop.tui.widgets import EmptyState, Panel, TextLine
+from nettop.tui.widgets import EmptyState, KeysFooter, Panel, PanelsScroll, TextLine
 
 __all__ = ["NettopApp", "NO_LATENCY", "next_interval", "run"]
 
@@ -179,7 +177,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         with SummaryBox(id="summary"):
             yield SummaryView(id="summary-lines")
             yield ThroughputChart(id="summary-chart")
-        with VerticalScroll(id="panels", can_focus=False):
+        with PanelsScroll(id="panels", can_focus=False):
             yield Panel("1 queues", QueueTable(id="queues-table"), id="queues")
             yield Panel("2 CPUs", CpuTable(id="cpus-table"), CpuHeatmap(id="cpus-heatmap"), id="cpus")
             yield Panel("3 throughput", IfaceTable(id="ifaces-table"), ThroughputChart(id="throughput-chart"),
@@ -193,7 +191,7 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
             yield doctor_panel()  # 7 findings (doctor_panel.py)
         yield from self.compose_experiment()  # the experiment's progress bar, shown while one runs
         yield from self.compose_trial()  # a change on the SSH session's path counting down
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#queues", Panel).set_status("sort: queue")

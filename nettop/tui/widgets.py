@@ -8,11 +8,11 @@ from typing import Any
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 
 class KeptLines:
@@ -53,6 +53,16 @@ class KeptLines:
         lines: list[Strip] = super().render_lines(crop)  # type: ignore[misc]
         self._kept = (key, list(lines))
         return lines
+
+
+class PanelsScroll(KeptLines, VerticalScroll):
+    """The scrolling box of the panels: under the header, so rendered every frame (its
+    own background only; the panels are widgets of their own) unless its lines are kept."""
+
+
+class KeysFooter(KeptLines, Footer):
+    """The key bar: its own lines (the bar's background; each key is a widget of its own)
+    are kept, as it is rendered every frame otherwise (the frame's changes span the screen)."""
 
 
 class TextLine(Widget):
