@@ -13,7 +13,7 @@ from nettop.tui.widgets import KeptLines
 
 def _check(app: NettopApp) -> int:
     checked = 0
-    for widget in app.screen.query("*"):
+    for widget in [app.screen, *app.screen.query("*")]:
         if not isinstance(widget, KeptLines) or not widget.display or not widget.region:
             continue
         crop = widget.region.reset_offset

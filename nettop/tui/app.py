@@ -57,7 +57,7 @@ from nettop.tui.experiment_keys import EXPERIMENT_ACTIONS, EXPERIMENT_BINDINGS, 
 from nettop.tui.trial_bar import TRIAL_BINDINGS, TrialMixin, install_hangup
 from nettop.tui.tuning import TUNING_ACTIONS, TUNING_BINDINGS, TuningMixin
 from nettop.tui.themes import DEFAULT_THEME, NO_COLOR_THEME, THEME_ORDER, load_themes
-from nettop.tui.widgets import EmptyState, KeysFooter, Panel, PanelsScroll, TextLine
+from nettop.tui.widgets import EmptyState, KeysFooter, LiveScreen, Panel, PanelsScroll, TextLine
 
 __all__ = ["NettopApp", "NO_LATENCY", "next_interval", "run"]
 
@@ -192,6 +192,10 @@ class NettopApp(ExperimentMixin, DoctorMixin, TrialMixin, TuningMixin, ReplayKey
         yield from self.compose_experiment()  # the experiment's progress bar, shown while one runs
         yield from self.compose_trial()  # a change on the SSH session's path counting down
         yield KeysFooter(compact=True)
+
+    def get_default_screen(self) -> Screen:
+        """The live view's screen: Textual's, with its background's lines kept (LiveScreen)."""
+        return LiveScreen(id="_default")
 
     def on_mount(self) -> None:
         self.query_one("#queues", Panel).set_status("sort: queue")

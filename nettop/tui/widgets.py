@@ -10,6 +10,7 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Static
@@ -63,6 +64,13 @@ class PanelsScroll(KeptLines, VerticalScroll):
 class KeysFooter(KeptLines, Footer):
     """The key bar: its own lines (the bar's background; each key is a widget of its own)
     are kept, as it is rendered every frame otherwise (the frame's changes span the screen)."""
+
+
+class LiveScreen(KeptLines, Screen[None]):
+    """The app's first screen (`NettopApp.get_default_screen`), whose own lines (its
+    background) are kept: it spans every frame's changed rectangle. It is the bottom of
+    the stack, so it never draws another screen behind it (Screen.render does that only
+    for a translucent screen above another)."""
 
 
 class TextLine(Widget):
