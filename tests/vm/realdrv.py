@@ -50,10 +50,25 @@ def _ip(*argv: str) -> None:
     subprocess.run(["ip", *argv], check=True, capture_output=True, text=True)
 
 
+def _sweep_orphans() -> None:
+    """Delete the namespaces of earlier runs whose process is gone: `host_side` removes
+    its own in a `finally`, which a SIGKILLed run never reaches (one such namespace, with
+    both taps, outlived a run on 26 Nov). A pid that is alive again keeps its name."""
+    try:
+        names = os.listdir("/run/netns")
+    except OSError:
+        return
+    for name in names:
+        pid = name[len("nt-rd"):]
+        if name.startswith("nt-rd") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
 @contextmanager
 def host_side() -> Iterator[str]:
     """The namespace with both taps addressed and an iperf3 server per NIC; removed after."""
     ns = f"nt-rd{os.getpid()}"
+    _sweep_orphans()
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     _ip("netns", "add", ns)
     servers: list[subprocess.Popen[bytes]] = []
