@@ -110,3 +110,31 @@ def test_read_only_file_system_is_one_line_and_no_file(small_fs):
     assert p.returncode == 1
     assert p.stderr == f"nettop: cannot create {path}: Read-only file system\n"
     assert not os.path.exists(path)
+
+
+def test_every_way_sqlite_meets_a_full_disk_is_called_a_full_disk(small_fs):
+    """SQLite says SQLITE_FULL only where a page write fails; ENOSPC met growing the WAL's
+    index or truncating comes back as "disk I/O error" (25 of 200 creations here before
+    store.disk_is_full). Fill the 1 MB tmpfs to a different level each time and create
+    recordings until one fails: every failure must name the full disk."""
+    import random
+    from nettop.record.store import RecordingError, Writer
+    rnd = random.Random(29)
+    seen = []
+    for trial in range(120):
+        for name in os.listdir(small_fs):
+            os.unlink(small_fs / name)
+        with open(small_fs / "filler", "wb") as f:
+            try:
+                f.write(b"x" * ((1 << 20) - rnd.randrange(0, 200_000)))
+            except OSError:
+                pass
+        for i in range(20):
+            try:
+                Writer(str(small_fs / f"r{trial}-{i}.nettop"), {"note": "m" * rnd.randrange(0, 50_000)}).close()
+            except RecordingError as exc:
+                seen.append(str(exc))
+                break
+    assert len(seen) > 100
+    assert all("the disk is full" in line and "\n" not in line for line in seen), \
+        sorted({line.split(": ", 1)[1] for line in seen})

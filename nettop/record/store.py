@@ -59,10 +59,34 @@ class RecordingError(Exception):
     """One line a person can act on: the file cannot be written or read."""
 
 
+# Less room than this left on the file system when SQLite fails to write: the disk is
+# full. A commit needs a WAL frame per page it changes (16 kB each) and a checkpoint the
+# WAL's ~1 MB, so with less than 1 MB free no writer goes on for long.
+FULL_BELOW = 1 << 20
+
+
+def disk_is_full(path: str) -> bool:
+    """Whether the file system `path` is on (or would be made on) has no room left.
+
+    SQLite calls a full disk SQLITE_FULL only where a page write itself fails; the same
+    ENOSPC met while it grows the WAL's index, truncates or syncs comes back as a bare
+    "disk I/O error" (about one creation in eight on a full tmpfs here), which tells an
+    operator nothing. The file system's own free space says which it was. Root may
+    write into the blocks reserved for it, so root counts those as free."""
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return False
+    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    no_inodes = st.f_files > 0 and (st.f_ffree if os.geteuid() == 0 else st.f_favail) == 0
+    return free * st.f_frsize < FULL_BELOW or no_inodes
+
+
 def describe_sqlite_error(path: str, exc: BaseException) -> str:
     text = str(exc)
     low = text.lower()
-    if "full" in low:
+    if "full" in low or ("i/o error" in low and disk_is_full(path)):
         return f"{path}: the disk is full; recording stopped, the file holds every sample up to now"
     if "readonly" in low or "read-only" in low:
         return f"{path}: the file system is read-only; recording stopped, the file holds every sample up to now"
@@ -290,7 +314,7 @@ def _create(path: str, meta: dict[str, Any]) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.close(fd)
     except OSError as exc:
-        raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
+        raise RecordingError(_cannot_create(path, exc.strerror or str(exc))) from None
     try:
         db = sqlite3.connect(tmp, isolation_level=None)
         try:
@@ -311,11 +335,19 @@ def _create(path: str, meta: dict[str, Any]) -> None:
     except FileExistsError:
         raise RecordingError(f"{path} already exists; give a new file name or remove it") from None
     except OSError as exc:
-        raise RecordingError(f"cannot create {path}: {exc.strerror}") from None
+        raise RecordingError(_cannot_create(path, exc.strerror or str(exc))) from None
     except sqlite3.Error as exc:
-        raise RecordingError(describe_sqlite_error(path, exc)) from None
+        raise RecordingError(_cannot_create(path, str(exc))) from None
     finally:
         _remove_temp(tmp)
+
+
+def _cannot_create(path: str, why: str) -> str:
+    """The line for a recording file that could not be made: it holds nothing yet."""
+    low = why.lower()
+    if "full" in low or "no space" in low or ("i/o error" in low and disk_is_full(path)):
+        why = "the disk is full; free some space or record onto another file system"
+    return f"cannot create {path}: {why}"
 
 
 def _text(value: Any) -> str:
