@@ -178,3 +178,80 @@ def test_a_journal_with_damaged_trial_records_keeps_the_rest(tmp_path):
              json.dumps({"op": "trial_end", "group": 2, "outcome": "kept?"})]
     st = replay(lines)
     assert len(st.problems) == 3 and st.trials[2].pending
+
+
+@pytest.mark.parametrize("second", [signal.SIGHUP, signal.SIGTERM])
+def test_a_second_hang_up_while_the_first_reverts_still_reverts_and_ends(veth_lab, tmp_path, second):
+    """sshd's hang-up can come as the tty's SIGHUP and another signal right after it.
+    Python ran the handler again inside the first one, whose revert held the Tuner's lock:
+    `nettop set` then hung for ever, its change often still in place (12 of 16 here
+    before the handler ignored a second hang-up). Each round sends the second signal a
+    little later, to land in a different part of the first revert."""
+    for delay in (0.0, 0.002, 0.005, 0.01, 0.02, 0.05):
+        state = tmp_path / f"state-{delay}"
+        journal = Journal(str(state / "journal.jsonl"))
+        p = subprocess.Popen([sys.executable, "-m", "nettop.cli", "set", "qdisc", veth_lab.host_if, "tbf",
+                              "rate=8kbit", "burst=1600", "limit=3000", "--yes", "--confirm", "60"],
+                             env={**os.environ, "NETTOP_STATE_DIR": str(state)}, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert _wait(lambda: os.path.exists(journal.path) and bool(journal.read_state().trials), 30)
+            assert _kind(veth_lab.host_if) == "tbf"
+            time.sleep(0.3)  # into the countdown
+            p.send_signal(signal.SIGHUP)
+            time.sleep(delay)
+            p.send_signal(second)
+            out, _ = p.communicate(timeout=15)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        # the first handled ends it: with no delay Python may take the SIGTERM first
+        assert p.returncode in (128 + signal.SIGHUP, 128 + second), (delay, out)
+        assert _kind(veth_lab.host_if) == "noqueue", delay
+        trial = journal.read_state().trials[1]
+        assert trial.outcome == "reverted", (delay, trial.reason)
+        assert trial.reason.startswith(signal.Signals(p.returncode - 128).name), (delay, trial.reason)
+
+
+def test_a_hang_up_while_the_main_thread_holds_the_tuner_reverts_once_it_lets_go(veth_lab, tmp_path):
+    """In a process with other threads (the live view) the kernel may give a hang-up held
+    by the main thread's mask to another thread, and Python then runs the handler on the
+    main thread inside the Tuner's locked work (its revert on exit, say). The handler must
+    not wait there for the lock its own thread holds: it reverts on a thread of its own
+    once the work is done, and ends the process."""
+    journal = tmp_path / "journal.jsonl"
+    script = textwrap.dedent(f"""
+        import sys, threading, time
+        from nettop.actions import hangups
+        from nettop.actions.base import Change
+        from nettop.actions.journal import Journal
+        from nettop.actions.qdisc import RootQdisc
+        from nettop.actions.trial import apply_on_trial, install_exit_revert
+        from nettop.actions.tuner import Tuner
+        t = Tuner(Journal({str(journal)!r}), read_only=None)
+        run = apply_on_trial(t, t.plan([Change(RootQdisc({veth_lab.host_if!r}), {TBF!r})]), 60, ["test"], True)
+        install_exit_revert()
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # takes the signal
+        with hangups.deferred(), t._lock:  # what each Tuner operation holds while it works
+            print("holding", flush=True)
+            time.sleep(2)  # the hang-up comes now
+            print("let go", flush=True)
+        time.sleep(30)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "holding"
+        assert _kind(veth_lab.host_if) == "tbf"
+        p.send_signal(signal.SIGHUP)
+        out, _ = p.communicate(timeout=15)
+        assert p.returncode == 128 + signal.SIGHUP and out.strip() == "let go", out
+        assert _kind(veth_lab.host_if) == "noqueue"
+        trial = Journal(str(journal)).read_state().trials[1]
+        assert trial.outcome == "reverted" and trial.reason.startswith("SIGHUP"), trial.reason
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if _kind(veth_lab.host_if) != "noqueue":
+            _tuner(tmp_path).revert_all()

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_term)
-    # started while nettop held these (trial.hangups_deferred): the mask is inherited
+    # started while nettop held these (hangups.deferred): the mask is inherited
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP, signal.SIGTERM})
     _protect_from_oom()
     watch(Journal(a.journal), a.group, a.parent, a.now)

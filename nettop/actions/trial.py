@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
+from nettop.actions import hangups
 from nettop.actions.base import ActionError, Plan, Result, Setting
 from nettop.actions.journal import Trial
 from nettop.actions.tuner import Tuner
@@ -121,12 +122,12 @@ def systemd_timer_argv(journal_path: str, group: int, seconds: float) -> list[st
 
 
 _ACTIVE: list[TrialRun] = []  # this process's trials still counting down
-_ACTIVE_LOCK = threading.Lock()
+_ACTIVE_LOCK = threading.RLock()  # the hang-up handler may interrupt its holder
 
 
 def active() -> list[TrialRun]:
     """This process's trials that are neither confirmed nor reverted."""
-    with _ACTIVE_LOCK:
+    with hangups.deferred(), _ACTIVE_LOCK:  # the hang-up handler asks this too
         return [r for r in _ACTIVE if r.outcome is None]
 
 
@@ -170,7 +171,7 @@ class TrialRun:
         return results
 
     def _ended(self) -> None:
-        with _ACTIVE_LOCK:
+        with hangups.deferred(), _ACTIVE_LOCK:
             if self in _ACTIVE:
                 _ACTIVE.remove(self)
         self._stop_guardian()
@@ -225,20 +226,14 @@ def revert_overdue(tuner: Tuner, grace: float = 0.0) -> list[Trial]:
     return done
 
 
-_HANGUPS = {signal.SIGHUP, signal.SIGTERM}
-
-
 @contextlib.contextmanager
 def hangups_deferred() -> Iterator[None]:
     """Hold SIGHUP and SIGTERM while a trial is being applied: a hang-up in the middle
-    would find the Tuner's lock held (a handler would deadlock) or the trial half made
-    (no guardian yet). The held signal is delivered when the block ends, to the handler
-    `install_exit_revert` set, which then finds the trial whole and reverts it."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANGUPS)
-    try:
+    would find the trial half made (no guardian yet). The held signal is delivered when
+    the block ends, to the handler `install_exit_revert` set, which then finds the trial
+    whole and reverts it."""
+    with hangups.deferred():
         yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def install_exit_revert(revert_all: Callable[[], None] | None = None,
@@ -247,7 +242,9 @@ def install_exit_revert(revert_all: Callable[[], None] | None = None,
     pending trials (and, with `revert_all`, every change: --revert-on-exit) before it
     ends. `after(signum)` then ends the process (default: exit with 128 + signum)."""
 
-    def handler(signum: int, _frame: object) -> None:
+    ending = False  # a hang-up's handler ran: it ends the process
+
+    def end(signum: int) -> None:
         name = signal.Signals(signum).name
         for run in active():
             run.revert(f"{name}: the session ended before it was confirmed")
@@ -258,9 +255,24 @@ def install_exit_revert(revert_all: Callable[[], None] | None = None,
         else:
             os._exit(128 + signum)
 
+    def handler(signum: int, _frame: object) -> None:
+        # The tty's hang-up, sshd's own signal and a SIGTERM can come one after another;
+        # Python would run this handler again inside the first, whose revert holds the
+        # Tuner's lock: the second would wait for it for ever, the change left in place
+        # (seen: 12 of 16 double SIGHUPs hung `nettop set`). The first one ends the
+        # process; any later one has nothing left to do.
+        nonlocal ending
+        if ending:
+            return
+        ending = True
+        if hangups.inside():  # this thread holds a lock the revert needs (hangups.py)
+            threading.Thread(target=end, args=(signum,), name="nettop-hangup").start()
+        else:
+            end(signum)
+
     if threading.current_thread() is not threading.main_thread():
         return  # Python runs handlers on the main thread only; its owner installs them there
-    for sig in _HANGUPS:
+    for sig in hangups.HANGUPS:
         signal.signal(sig, handler)
 
 

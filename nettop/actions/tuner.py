@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from nettop.actions.base import ActionError, Change, Plan, Result, Setting, from_record
+from nettop.actions import hangups
 from nettop.actions.conflicts import IrqbalanceCheck
 from nettop.actions.journal import Entry, Journal, State, Trial
 from nettop.kernel.sysroot import LIVE, SysRoot
@@ -105,7 +106,7 @@ class Tuner:
         reasons = [f"{p.setting.key}: {p.confirm}" for p in plans if p.confirm]
         if reasons and not confirmed:
             raise NeedsConfirm("needs confirmation: " + "; ".join(reasons))
-        with self._lock, self.journal.locked() as st:
+        with hangups.deferred(), self._lock, self.journal.locked() as st:
             # `before` is read again here, under the journal's lock: another nettop may have
             # changed the value since plan(), and the journal must hold what was really there
             items = []
@@ -130,7 +131,7 @@ class Tuner:
 
     def confirm_trial(self, group: int) -> bool:
         """Keep a group applied on trial; False when it was already reverted (too late)."""
-        with self._lock, self.journal.locked() as st:
+        with hangups.deferred(), self._lock, self.journal.locked() as st:
             trial = st.trials.get(group)
             if trial is None or not trial.pending:
                 return trial is not None and trial.outcome == "confirmed"
@@ -141,7 +142,7 @@ class Tuner:
         """Put a group on trial back, once: None when it is no longer pending (confirmed,
         already reverted by another process, or not a trial). Values someone else changed
         since are put back all the same: the point is to give the operator the host back."""
-        with self._lock, self.journal.locked() as st:
+        with hangups.deferred(), self._lock, self.journal.locked() as st:
             trial = st.trials.get(group)
             if trial is None or not trial.pending:
                 return None
@@ -245,7 +246,7 @@ class Tuner:
 
     def _step(self, action: str, force: bool) -> list[Result]:
         self.check_writable()
-        with self._lock, self.journal.locked() as st:
+        with hangups.deferred(), self._lock, self.journal.locked() as st:
             ref, items = self._step_items(st, action, force)
             group = st.next_group
             st.next_group += 1
@@ -279,7 +280,7 @@ class Tuner:
     def revert_all(self, reason: str = "revert") -> list[Result]:
         """Put every value changed this epoch back to its original; used by restore too."""
         self.check_writable()
-        with self._lock, self.journal.locked() as st:
+        with hangups.deferred(), self._lock, self.journal.locked() as st:
             items, self.skipped, errors = self._revert_items(st)
             group = st.next_group
             st.next_group += 1
@@ -315,7 +316,7 @@ class Tuner:
         """What `undo`, `redo`, `revert` or `restore` would write now, computed by the same
         code as the real command; raises the ActionError the real command would end with
         before writing anything ("nothing to undo", "changed by someone else")."""
-        with self._lock, self.journal.reading() as st:
+        with hangups.deferred(), self._lock, self.journal.reading() as st:
             if command in ("undo", "redo"):
                 _, items = self._step_items(st, command, force)
                 return Preview(command, [_planned(i) for i in items], [], [])

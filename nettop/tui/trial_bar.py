@@ -135,10 +135,16 @@ def install_hangup(app: App[None], tuner: Tuner | None) -> None:
 
     def after(signum: int) -> None:
         if signum == signal.SIGTERM:
-            app.exit(return_code=128 + signum)
             # the screen gets EXIT_GRACE_S to close; a shutdown that cannot finish (a
             # terminal that went away mid-write) must not outlive a SIGTERM
             threading.Timer(EXIT_GRACE_S, os._exit, (128 + signum,)).start()
+            if threading.current_thread() is threading.main_thread():
+                app.exit(return_code=128 + signum)
+            else:  # the handler's own thread (nettop.actions.hangups)
+                try:
+                    app.call_from_thread(app.exit, return_code=128 + signum)
+                except RuntimeError:
+                    pass  # the app is no longer running: the timer ends the process
         else:
             os._exit(128 + signum)
 

@@ -1,0 +1,45 @@
+"""SIGHUP and SIGTERM while nettop changes the host: held until the change is whole.
+
+sshd hanging up, a window closing or `kill` ends nettop through the handler that
+`trial.install_exit_revert` sets, which reverts the changes still on trial through the
+Tuner. Python runs that handler on the main thread, between two bytecodes of whatever the
+main thread was doing; were that the Tuner's own work (the countdown reverting at its
+deadline, an `n`, the live view's revert on exit), the handler would wait for the lock
+its own thread holds, for ever, with the change perhaps half put back.
+
+So the Tuner holds these signals while it holds its lock (`deferred`), and the kernel
+delivers them when it lets go. In a process with other threads the kernel may hand the
+signal to one of those instead, and Python then runs the handler on the main thread all
+the same, inside the block: `inside()` tells the handler so, and it does its work on a
+thread of its own, which waits for the block to end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Iterator
+
+HANGUPS = frozenset({signal.SIGHUP, signal.SIGTERM})
+_depth = threading.local()
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGHUP and SIGTERM for the block (this thread's mask, restored after, so
+    blocks nest). One that arrives meanwhile is delivered as the block ends; one that
+    arrived just before runs its handler before the block starts, as Python runs a
+    pending handler on return from the mask call."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, HANGUPS)
+    _depth.n = getattr(_depth, "n", 0) + 1
+    try:
+        yield
+    finally:
+        _depth.n -= 1
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def inside() -> bool:
+    """Whether this thread is in a `deferred` block (a hang-up handler interrupted it)."""
+    return getattr(_depth, "n", 0) > 0
