@@ -255,3 +255,44 @@ def test_a_hang_up_while_the_main_thread_holds_the_tuner_reverts_once_it_lets_go
             p.wait()
         if _kind(veth_lab.host_if) != "noqueue":
             _tuner(tmp_path).revert_all()
+
+
+def test_the_countdown_on_an_80_column_terminal_redraws_one_row_in_place(veth_lab, tmp_path):
+    """`\\r` goes back to the start of a row only: a countdown longer than the terminal is
+    wide wrapped, and each second's redraw left a row behind (seen at 100 columns in
+    tmux with a tbf's description). Under a real pty of 80x24 every redraw fits one row
+    and still says which key keeps it and how long is left."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    p = subprocess.Popen([sys.executable, "-m", "nettop.cli", "set", "qdisc", veth_lab.host_if, "tbf",
+                          "rate=8kbit", "burst=1600", "limit=3000", "--yes", "--confirm", "3"],
+                         env={**os.environ, "NETTOP_STATE_DIR": str(tmp_path / "state")},
+                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    data = b""
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the other side closed
+                break
+            if not chunk:
+                break
+            data += chunk
+        assert p.wait(timeout=10) == 3
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = data.decode()
+    redraws = [seg.split("\r\n")[0] for seg in text.split("\r\x1b[K") if "y keeps" in seg]
+    assert len(redraws) >= 3, text  # 3, 2, 1 s
+    assert all(len(r) <= 79 and "reverts in" in r for r in redraws), redraws
+    assert [r.split("reverts in ")[1].split()[0] for r in redraws] == ["3", "2", "1"], redraws
+    assert _kind(veth_lab.host_if) == "noqueue"

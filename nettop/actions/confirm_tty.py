@@ -30,6 +30,29 @@ def _open_terminal() -> tuple[int | None, bool]:
         return None, False
 
 
+def _columns(out: IO[str]) -> int | None:
+    """The terminal's width now (it may be resized during the countdown), None if `out`
+    is no terminal."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns or None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def countdown_line(what: str, seconds: int, columns: int | None) -> str:
+    """The countdown's line, shortened to fit one row of `columns`: `\r` goes back to
+    the start of the row, so a line that wrapped would leave its first row behind on
+    every redraw (a new line each second at 80 columns). The question's end, the key
+    and the seconds left are what must show; the change is cut with an ellipsis."""
+    head, tail = f"keep {what}", f"? y keeps · reverts in {seconds} s "
+    if columns is not None and len(head) + len(tail) > columns - 1:
+        room = columns - 1 - len(tail) - 1
+        head = head[:room] + "…" if room > 0 else ""
+        if len(head) + len(tail) > columns - 1:  # too narrow even for that
+            tail = f"y keeps · {seconds} s"[:max(columns - 1, 1)]
+    return head + tail
+
+
 def countdown(run: TrialRun, what: str, out: IO[str] | None = None) -> bool:
     """Wait for `y` until the trial's deadline; keep (True) or revert (False) the change.
     A hang-up meanwhile is `trial.install_exit_revert`'s, which the caller set."""
@@ -50,7 +73,7 @@ def countdown(run: TrialRun, what: str, out: IO[str] | None = None) -> bool:
                 break
             if int(left + 0.999) != shown:
                 shown = int(left + 0.999)
-                out.write(f"\r\x1b[Kkeep {what}? y keeps · reverts in {shown} s ")
+                out.write("\r\x1b[K" + countdown_line(what, shown, _columns(out)))
                 out.flush()
             if fd is None:
                 time.sleep(min(0.2, left))
