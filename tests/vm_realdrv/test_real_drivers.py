@@ -332,10 +332,13 @@ def test_5_e1000e_interrupt_moderation_trades_irqs_for_latency(nics, tuner, reco
     try:
         with reader(nics, prober) as r:
             apply(tuner, f"nettop set coalesce {nics.e1000e} rx-usecs=10")
-            low = [_moderated(nics, r, irq, 4) for _ in range(2)]
+            # three samples each, their median: on a loaded host qemu is starved now and
+            # then, and one starved sample of two (129 vs 361 irq/s at rx-usecs=10, with
+            # the load of a memory benchmark, `yes` and the test suite) halved the factor
+            low = [_moderated(nics, r, irq, 4) for _ in range(3)]
             apply(tuner, f"nettop set coalesce {nics.e1000e} rx-usecs=5000")
             assert "rx-usecs: 5000" in kv.sh("ethtool", "-c", nics.e1000e)
-            high = [_moderated(nics, r, irq, 4) for _ in range(2)]
+            high = [_moderated(nics, r, irq, 4) for _ in range(3)]
             tuner.undo()
             tuner.undo()
             assert kv.sh("ethtool", "-c", nics.e1000e) == found
