@@ -16,7 +16,6 @@ never reverted. Which changes touch the path is `path_reason`'s question.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -25,7 +24,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from nettop.actions import hangups
 from nettop.actions.base import ActionError, Plan, Result, Setting
@@ -191,7 +190,9 @@ def apply_on_trial(tuner: Tuner, plans: Sequence[Plan], seconds: float, why: Seq
                    confirmed: bool = False) -> TrialRun:
     """Apply a group as a trial of `seconds` and start its guardian."""
     text = "; ".join(why) or "on trial (--confirm)"
-    with hangups_deferred():  # a hang-up now is handled once the trial is whole
+    # a hang-up now would find the trial half made (no guardian yet): held, it is
+    # handled by install_exit_revert's handler once the trial is whole
+    with hangups.deferred():
         try:
             group, results = tuner.apply_group(plans, confirmed=confirmed, trial=(seconds, text))
         except ActionError as exc:
@@ -224,16 +225,6 @@ def revert_overdue(tuner: Tuner, grace: float = 0.0) -> list[Trial]:
             if tuner.revert_trial(trial.group, "not confirmed in time (found overdue)") is not None:
                 done.append(trial)
     return done
-
-
-@contextlib.contextmanager
-def hangups_deferred() -> Iterator[None]:
-    """Hold SIGHUP and SIGTERM while a trial is being applied: a hang-up in the middle
-    would find the trial half made (no guardian yet). The held signal is delivered when
-    the block ends, to the handler `install_exit_revert` set, which then finds the trial
-    whole and reverts it."""
-    with hangups.deferred():
-        yield
 
 
 def install_exit_revert(revert_all: Callable[[], None] | None = None,
