@@ -83,10 +83,16 @@ def disk_is_full(path: str) -> bool:
     return free * st.f_frsize < FULL_BELOW or no_inodes
 
 
+def _says_full(path: str, text: str) -> bool:
+    """Whether an error's text (SQLite's or the OS's) for `path` means a full disk."""
+    low = text.lower()
+    return "full" in low or "no space" in low or ("i/o error" in low and disk_is_full(path))
+
+
 def describe_sqlite_error(path: str, exc: BaseException) -> str:
     text = str(exc)
     low = text.lower()
-    if "full" in low or ("i/o error" in low and disk_is_full(path)):
+    if _says_full(path, text):
         return f"{path}: the disk is full; recording stopped, the file holds every sample up to now"
     if "readonly" in low or "read-only" in low:
         return f"{path}: the file system is read-only; recording stopped, the file holds every sample up to now"
@@ -344,8 +350,7 @@ def _create(path: str, meta: dict[str, Any]) -> None:
 
 def _cannot_create(path: str, why: str) -> str:
     """The line for a recording file that could not be made: it holds nothing yet."""
-    low = why.lower()
-    if "full" in low or "no space" in low or ("i/o error" in low and disk_is_full(path)):
+    if _says_full(path, why):
         why = "the disk is full; free some space or record onto another file system"
     return f"cannot create {path}: {why}"
 
