@@ -641,3 +641,59 @@ def test_a_capture_whose_irq_directory_is_replaced_is_read_from_the_new_one(tmp_
     finally:
         reader.close()
     assert reader._dirfd < 0
+
+
+@settings(derandomize=True, max_examples=60, deadline=None, database=None)
+@given(st.data())
+def test_held_files_rewritten_in_place_give_each_tick_the_files_counts_and_sums(tmp_path_factory, data):
+    """Through held descriptors (a tree rewritten in place, as the live kernel is read),
+    tick after tick of moves of every kind (the same CPU again, another, several, more or
+    fewer digits, a 32-bit wrap, a count that goes back) and now and then a damaged row
+    that refuses the tick part way: each table's counts are the files' and each IRQ's
+    `total` is their sum. The moved fields are set in one pass after the rows are read
+    and the sums follow them by difference (irq_sysfs._counts), so a row taken before a
+    refusal, or a field moved where it was last tick, must not leave either stale."""
+    tree = generate_tree(tmp_path_factory.mktemp("t") / "t", cpus=8, irqs=24, queues=4)
+    root = SysRoot(str(tree), in_place=True)
+    online = tuple(range(8))
+    reader = SysfsIrqReader()
+    want = lambda irq, name: True  # noqa: E731
+    irqdir = tree / "sys/kernel/irq"
+    try:
+        assert reader.read(root, online, want) is not None
+        followed = sorted(reader._paths)
+        rows = {i: [int(x) for x in (irqdir / str(i) / "per_cpu_count").read_text().strip().split(",")]
+                for i in followed}
+
+        def write(irq: int, text: str) -> None:
+            fd = os.open(irqdir / str(irq) / "per_cpu_count", os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+
+        extra = 0
+        for _ in range(data.draw(st.integers(1, 8))):
+            for irq in data.draw(st.lists(st.sampled_from(followed), max_size=len(followed), unique=True)):
+                row = rows[irq]
+                for cpu in data.draw(st.lists(st.sampled_from([irq % 8, irq % 8, (irq + 3) % 8, 0, 7]),
+                                              min_size=1, max_size=3)):
+                    row[cpu] = data.draw(st.one_of(_U32_VALUES, st.just(min(row[cpu] + 1, (1 << 32) - 1)),
+                                                   st.just(max(row[cpu] - 1, 0)),
+                                                   st.just((row[cpu] + 10 ** 9) % (1 << 32))))
+                write(irq, ",".join(map(str, row)) + "\n")
+            if data.draw(st.booleans()) and data.draw(st.booleans()):
+                damaged = data.draw(st.sampled_from(followed))
+                good = ",".join(map(str, rows[damaged])) + "\n"
+                write(damaged, good.replace(",", ",x", 1))
+                assert reader.read(root, online, want) is None
+                write(damaged, good)
+                extra += 1  # a refused set is read again once IRQs change: one comes (no action)
+                (irqdir / f"{9000 + extra}").mkdir()
+                (irqdir / f"{9000 + extra}" / "actions").write_text("\n")
+            table = reader.read(root, online, want)
+            assert table is not None
+            assert {i: list(table.irqs[i].counts) for i in followed} == rows
+            assert {i: table.irqs[i].total for i in followed} == {i: sum(r) for i, r in rows.items()}
+    finally:
+        reader.close()
