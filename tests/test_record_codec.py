@@ -569,3 +569,37 @@ def test_a_run_of_kept_settings_is_taken_whole_and_gives_the_walks_values(monkey
         seen = parts.kept
     # all walked first; then only the re-read queue; the re-read affinity and queue; none
     assert walked == [24, 1, 2, 0]
+
+
+def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(two_reads, tmp_path):
+    """The writer hands a per-CPU table the same skeleton object while its class, CPUs
+    and constant fields are those of last time (codec._table_skeleton); a table whose
+    CPUs change (hotplug) or whose constant flips must still store its own, and every
+    sample read back must be the one written."""
+    from nettop.model.cpu_table import CpuTable
+    from nettop.model.snapshot import SoftnetRow
+
+    _, b = two_reads
+    np = numpy()
+
+    def table(cpus: list[int], consts: tuple, k: int) -> CpuTable:
+        width = 8 - len(consts)  # SoftnetRow's int fields, the rest constant
+        values = np.arange(len(cpus) * width, dtype=np.int64).reshape(len(cpus), width) + k
+        values[:, 0] = cpus
+        return CpuTable(SoftnetRow, values, consts)
+
+    many, fewer = list(range(12)), [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11]
+    kinds = [(many, (True,)), (many, (True,)), (many, (False,)), (fewer, (False,)), (fewer, (True,)),
+             (many, (None, True)), (many, (None, False)), (many, (True,))]
+    snaps = [dataclasses.replace(b, t_mono=b.t_mono + k, softnet=table(cpus, consts, k))
+             for k, (cpus, consts) in enumerate(kinds)]
+    path = tmp_path / "r.nettop"
+    w = Writer(str(path), {"host": "h"})
+    for s in snaps:
+        w.add_sample(s)
+    w.close()
+    back = list(Reader(str(path)).snapshots())
+    assert [dict(s.softnet) for s in back] == [dict(s.softnet) for s in snaps]
+    assert [sorted(s.softnet) for s in back] == [cpus for cpus, _ in kinds]
+    assert [(s.softnet[0].backlog is None, s.softnet[0].cpu_from_column) for s in back] == \
+        [(len(c) == 2, c[-1]) for _, c in kinds]
