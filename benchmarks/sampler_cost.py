@@ -11,6 +11,8 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
   - their ratio. Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
     tree and <= 10 ms on the 1,024-CPU one (LIMIT_MS).
 
+Each generated tree is measured twice: read as a captured tree is (every file opened
+afresh) and as the live kernel is (`SysRoot.in_place`: the per-IRQ files held open).
 A file the sampler holds open and reads again with pread (per_cpu_count and, live, the
 tick's one-value files: nettop/kernel/held_files.py) counts in the floor as one pread of a
 descriptor opened outside the measured time: the least that reading it again can cost.
@@ -235,7 +237,7 @@ def _advancing_irq_cost(reader: HostReader, root: SysRoot, online: tuple[int, ..
         return None
     from treegen import FiringIrqs  # tests/treegen.py
 
-    firing = FiringIrqs(paths)
+    firing = FiringIrqs(paths, in_place=root.in_place)
     costs = []
     for step in range(1, ticks + 1):
         firing.step(step)
@@ -279,9 +281,14 @@ def main() -> int:
                 what = ", ".join(f"{k}={v}" for k, v in kw.items())
                 print(f"\n(generated {what}{'' if sysfs else ', no /sys/kernel/irq'} "
                       f"in {time.monotonic() - t:.1f} s)")
-                got = measure(f"generated {size}-CPU tree", SysRoot(str(dest)), args.ticks)
-                ok = got["tick"] * 1000 <= LIMIT_MS[size]
-                print(f"  per tick vs {LIMIT_MS[size]:g} ms    : {'ok' if ok else 'OVER'}")
+                # read twice: as a captured tree is (each file opened afresh), and as the
+                # live kernel is (the per-IRQ files held open and read again with pread;
+                # the tree's files are then advanced in place, as sysfs regenerates them)
+                for label, root in ((f"generated {size}-CPU tree", SysRoot(str(dest))),
+                                    (f"the same tree read as the live kernel is", SysRoot(str(dest), in_place=True))):
+                    got = measure(label, root, args.ticks)
+                    ok = got["tick"] * 1000 <= LIMIT_MS[size]
+                    print(f"  per tick vs {LIMIT_MS[size]:g} ms    : {'ok' if ok else 'OVER'}")
                 if not args.keep:
                     import shutil
                     shutil.rmtree(dest)
