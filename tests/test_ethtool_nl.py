@@ -154,3 +154,27 @@ def test_features_request_names_every_changeable_member_of_a_group():
     listed = {nl.as_str(nl.attrs(b)[2]) for _, b in nl.attr_list(nl.attrs(bitset)[3])}
     assert listed == {"tx-tcp-segmentation", "tx-tcp6-segmentation", "rx-gro"}
     assert names_on == {"rx-gro"}
+
+
+def test_interfaces_of_one_kind_share_a_decoding_and_each_still_reads_its_own(veth_lab, eth):
+    """Decodings are kept by the kernel's bitsets, not by interface name: many veths of
+    one kind keep one entry (a host whose containers make thousands keeps a few, not a
+    thousand ~7 kB ones), and an interface whose offloads differ from its twins' (gro
+    turned off by the ethtool CLI) still reads its own, as do the twins."""
+    ifn = veth_lab.host_if
+    names = [f"ntfe{k}" for k in range(3)]
+    try:
+        for k, name in enumerate(names):
+            run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"ntfp{k}"])
+        base = eth.get_features(ifn)
+        assert [eth.get_features(n) for n in names] == [base] * 3
+        kept = len(eth._features_seen)
+        for k in range(3):
+            eth.get_features(f"ntfp{k}")
+        assert len(eth._features_seen) == kept  # six more veths of the same kind: no new entry
+        run(["ethtool", "-K", names[1], "gro", "off" if base["gro"] else "on"])
+        assert [eth.get_features(n)["gro"] for n in names] == [base["gro"], not base["gro"], base["gro"]]
+        assert eth.get_features(ifn) == base
+    finally:
+        for name in names:
+            run(["ip", "link", "del", name], check=False)

@@ -168,7 +168,10 @@ def encode_features(values: Mapping[str, bool], hw: set[str]) -> bytes:
     return nl.nest(FEATURES_WANTED, nl.nest(BITSET_BITS, *bits))
 
 
-_FEATURES_SEEN_MAX = 1024
+# distinct feature sets decoded and kept (a host has a few NIC models; each veth of a
+# thousand containers has the same set), not one per interface: an interface's entry
+# was ~7 kB, kept for every name seen until a thousand had been
+_FEATURES_SEEN_MAX = 64
 
 
 # --- the socket ----------------------------------------------------------------------------
@@ -186,7 +189,7 @@ class EthtoolNetlink:
                 raise NetlinkError(errno.EOPNOTSUPP, "this kernel has no ethtool netlink family (Linux 5.6+)",
                                    "ethtool netlink") from None
             raise
-        self._features_seen: dict[str, tuple[tuple[bytes | None, ...], dict[str, bool]]] = {}
+        self._features_seen: dict[tuple[bytes | None, ...], dict[str, bool]] = {}
 
     def close(self) -> None:
         self._sock.close()
@@ -236,17 +239,18 @@ class EthtoolNetlink:
     def get_features(self, ifname: str) -> dict[str, bool]:
         """The offloads as `decode_features` gives them. Asked every tick, so a change made
         anywhere shows at once; but the verbose bitsets name some 60 bits each and rarely
-        change, so a reply equal to the interface's last one reuses its decoding (three
-        quarters of the call's time)."""
+        change, so a reply whose bitsets equal one decoded before (this interface's last,
+        or another interface's of the same model) reuses its decoding (three quarters of
+        the call's time). Kept by content, not by name, so interfaces that come and go
+        by the thousand cost nothing here."""
         reply = self._get(MSG_FEATURES_GET, ifname, "features")
         key = tuple(bytes(reply[a]) if a in reply else None for a in (FEATURES_HW, FEATURES_ACTIVE, FEATURES_NOCHANGE))
-        seen = self._features_seen.get(ifname)
-        if seen is not None and seen[0] == key:
-            return dict(seen[1])
-        out = decode_features(reply)
-        if len(self._features_seen) >= _FEATURES_SEEN_MAX:  # interfaces come and go (containers)
-            self._features_seen.clear()
-        self._features_seen[ifname] = (key, out)
+        out = self._features_seen.get(key)
+        if out is None:
+            out = decode_features(reply)
+            if len(self._features_seen) >= _FEATURES_SEEN_MAX:
+                self._features_seen.clear()
+            self._features_seen[key] = out
         return dict(out)
 
     def set_features(self, ifname: str, values: Mapping[str, bool]) -> None:
