@@ -322,8 +322,11 @@ class Window:
         m = self._irq_matrix()
         rows: list[int] = []
         acc: list[int] | None = None
-        for irq in irqs:
-            row = m[0].index(irq) if m is not None else None
+        irqs = irqs if isinstance(irqs, (list, tuple)) else list(irqs)
+        at = m[0].rows_of(irqs) if m is not None else [None] * len(irqs)
+        if None not in at:  # every one a row of the matrix: found in one C-level pass
+            rows, irqs = cast("list[int]", at), ()
+        for irq, row in zip(irqs, at):
             if row is not None:
                 rows.append(row)
                 continue
