@@ -500,17 +500,21 @@ def test_the_writers_vector_holds_tables_and_irq_grids_as_split_does(nirqs, widt
     assert ("IrqGrid" in bulk) == (nirqs > 8 and not shuffled) and "ndarray" in bulk  # (a table of 9 or more)
 
 
+def _written_and_read(path: os.PathLike, snaps: list) -> list:
+    """`snaps` through a Writer into `path`, and what a Reader gives back."""
+    w = Writer(str(path), {"host": "h"})
+    for s in snaps:
+        w.add_sample(s)
+    w.close()
+    return list(Reader(str(path)).snapshots())
+
+
 def test_the_writer_stores_a_changed_skeleton_even_when_it_compares_equal(two_reads, tmp_path):
     """A counter that turns from an int into a float (or a bool) with the rest unchanged
     gives a tree equal by `==`; the Writer must still store the new skeleton."""
     _, b = two_reads
     snaps = [dataclasses.replace(b, t_mono=b.t_mono + k, uptime_s=v) for k, v in enumerate((5.0, 6.0, 7, 8, 9.5))]
-    path = tmp_path / "r.nettop"
-    w = Writer(str(path), {"host": "h"})
-    for s in snaps:
-        w.add_sample(s)
-    w.close()
-    back = list(Reader(str(path)).snapshots())
+    back = _written_and_read(tmp_path / "r.nettop", snaps)
     assert back == snaps and [type(s.uptime_s) for s in back] == [float, float, int, int, float]
 
 
@@ -593,12 +597,7 @@ def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(tw
              (many, (None, True)), (many, (None, False)), (many, (True,))]
     snaps = [dataclasses.replace(b, t_mono=b.t_mono + k, softnet=table(cpus, consts, k))
              for k, (cpus, consts) in enumerate(kinds)]
-    path = tmp_path / "r.nettop"
-    w = Writer(str(path), {"host": "h"})
-    for s in snaps:
-        w.add_sample(s)
-    w.close()
-    back = list(Reader(str(path)).snapshots())
+    back = _written_and_read(tmp_path / "r.nettop", snaps)
     assert [dict(s.softnet) for s in back] == [dict(s.softnet) for s in snaps]
     assert [sorted(s.softnet) for s in back] == [cpus for cpus, _ in kinds]
     assert [(s.softnet[0].backlog is None, s.softnet[0].cpu_from_column) for s in back] == \
