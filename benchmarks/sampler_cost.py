@@ -285,7 +285,7 @@ def main() -> int:
                 # live kernel is (the per-IRQ files held open and read again with pread;
                 # the tree's files are then advanced in place, as sysfs regenerates them)
                 for label, root in ((f"generated {size}-CPU tree", SysRoot(str(dest))),
-                                    (f"the same tree read as the live kernel is", SysRoot(str(dest), in_place=True))):
+                                    ("the same tree read as the live kernel is", SysRoot(str(dest), in_place=True))):
                     got = measure(label, root, args.ticks)
                     ok = got["tick"] * 1000 <= LIMIT_MS[size]
                     print(f"  per tick vs {LIMIT_MS[size]:g} ms    : {'ok' if ok else 'OVER'}")

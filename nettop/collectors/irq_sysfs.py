@@ -199,14 +199,19 @@ class SysfsIrqReader:
         fds, self._fds, self._fd_row = self._fds, {}, None
         close_all(fds.values())
 
+    def _fd(self, path: str) -> int | None:
+        """The descriptor held for `path`, opened now if the budget (`max_open`) has room;
+        None when it has not. OSError when the file cannot be opened."""
+        fd = self._fds.get(path)
+        if fd is None and len(self._fds) < self.max_open:
+            fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return fd
+
     def _held(self, path: str) -> bytes:
         """The file's bytes through a held descriptor (the live kernel), else opened."""
-        fd = self._fds.get(path)
+        fd = self._fd(path)
         if fd is None:
-            if len(self._fds) >= self.max_open:
-                return _read_bytes(path)
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            self._fds[path] = fd
+            return _read_bytes(path)
         try:
             return os.pread(fd, 65536, 0)
         except OSError:
@@ -370,22 +375,16 @@ class SysfsIrqReader:
         cannot hold them all or one cannot be opened (then they are read one by one)."""
         if len(paths) > self.max_open:
             return None
-        fds = self._fds
         out = []
         for irq in rows:
-            path = paths[irq]
-            fd = fds.get(path)
+            try:
+                fd = self._fd(paths[irq])
+            except OSError:
+                return None
             if fd is None:
-                if len(fds) >= self.max_open:
-                    return None
-                try:
-                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-                except OSError:
-                    return None
-                fds[path] = fd
+                return None
             out.append(fd)
         return out
-
 
     def _counts(self, online: Sequence[int]) -> InterruptTable | None:
         possible = self._possible
@@ -434,16 +433,14 @@ class SysfsIrqReader:
                                 last[irq] = (text, head, tail, before, after)
                                 moved = True
                                 continue
-                moved = True
+                self._counted_bare = None  # a row moves: the table is made anew, even after a refusal
                 if not text.endswith(b"\n"):
-                    self._counted_bare = None
                     self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count is cut short at "
                                             "PAGE_SIZE (too many CPUs for one page)")
                     return None
                 if seen is not None:
                     got = _delta(text, seen, n)
                     if got is None:
-                        self._counted_bare = None
                         self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                         return None
                     first, vals, last[irq] = got
@@ -452,13 +449,11 @@ class SysfsIrqReader:
                     continue
                 parts = text[:-1].split(b",")
                 if len(parts) != n:
-                    self._counted_bare = None
                     self.fallback_reason = (f"/sys/kernel/irq/{irq}/per_cpu_count has {len(parts)} "
                                             f"counts for {n} possible CPUs")
                     return None
                 full = _parse_all(parts)
                 if full is None:
-                    self._counted_bare = None
                     self.fallback_reason = f"/sys/kernel/irq/{irq}/per_cpu_count is not {n} 32-bit counts"
                     return None
                 m[i] = full
@@ -471,7 +466,7 @@ class SysfsIrqReader:
                 m[at_rows, at_cols] = new
                 sums[at_rows] = (sums[at_rows].astype(np.int64) + step).astype(np.uint64)
         if moved:
-            self._counted_bare = None  # a row moved: the table is made anew, even after a refusal
+            self._counted_bare = None  # as for a row that took the slow path
         if self._counted_bare is not self._bare or cols != self._cols:
             # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
             matrix = CountMatrix(rows, m.copy() if cols is None else m[:, cols])

@@ -320,16 +320,12 @@ class Window:
         none of them has counts. One array sum over the rows when the samples hold their
         count matrices (a NIC of 128 queues on 1,024 CPUs)."""
         m = self._irq_matrix()
-        rows: list[int] = []
         acc: list[int] | None = None
         irqs = irqs if isinstance(irqs, (list, tuple)) else list(irqs)
-        at = m[0].rows_of(irqs) if m is not None else [None] * len(irqs)
-        if None not in at:  # every one a row of the matrix: found in one C-level pass
-            rows, irqs = cast("list[int]", at), ()
-        for irq, row in zip(irqs, at):
-            if row is not None:
-                rows.append(row)
-                continue
+        at = m[0].rows_of(irqs) if m is not None else [None] * len(irqs)  # in one pass
+        rows = [r for r in at if r is not None]
+        missing = [irq for irq, r in zip(irqs, at) if r is None] if len(rows) < len(at) else []
+        for irq in missing:  # not in both samples' matrices: per-IRQ lists
             d = self.irq_counts(irq)
             if d is not None:
                 acc = d if acc is None else list(map(operator.add, acc, d))
