@@ -257,6 +257,53 @@ def test_a_hang_up_while_the_main_thread_holds_the_tuner_reverts_once_it_lets_go
             _tuner(tmp_path).revert_all()
 
 
+def test_a_hang_up_while_a_trial_is_being_made_reverts_it_once_it_is_whole(veth_lab, tmp_path):
+    """The trial is journaled before it is on the process's list of trials to revert and
+    its guardian started. A hang-up then, given by the kernel to another thread (numpy's
+    OpenBLAS starts one; CI saw `nettop set` end with its tbf in place and no guardian),
+    must wait for the trial to be whole and revert it, not end the process at once with
+    nothing found to revert. The guardian's start is slowed to hold that window open."""
+    journal = tmp_path / "journal.jsonl"
+    script = textwrap.dedent(f"""
+        import threading, time
+        from nettop.actions import trial
+        from nettop.actions.base import Change
+        from nettop.actions.journal import Journal
+        from nettop.actions.qdisc import RootQdisc
+        from nettop.actions.tuner import Tuner
+        spawn = trial.spawn_guardian
+        def slow_spawn(path, group):
+            print("journaled", flush=True)
+            time.sleep(2)  # the hang-up comes now
+            return spawn(path, group)
+        trial.spawn_guardian = slow_spawn
+        t = Tuner(Journal({str(journal)!r}), read_only=None)
+        trial.install_exit_revert()
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # takes the signal
+        trial.apply_on_trial(t, t.plan([Change(RootQdisc({veth_lab.host_if!r}), {TBF!r})]), 60, ["test"], True)
+        print("whole", flush=True)
+        time.sleep(30)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "journaled"
+        assert _kind(veth_lab.host_if) == "tbf"
+        p.send_signal(signal.SIGHUP)
+        out, _ = p.communicate(timeout=15)
+        assert p.returncode == 128 + signal.SIGHUP, out
+        assert _kind(veth_lab.host_if) == "noqueue"
+        trial = Journal(str(journal)).read_state().trials[1]
+        assert trial.outcome == "reverted" and trial.reason.startswith("SIGHUP"), trial.reason
+        assert trial.guardian is not None
+        assert _wait(lambda: not os.path.exists(f"/proc/{trial.guardian}"), 5), "the guardian was left running"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if _kind(veth_lab.host_if) != "noqueue":
+            _tuner(tmp_path).revert_all()
+
+
 def test_the_countdown_on_an_80_column_terminal_redraws_one_row_in_place(veth_lab, tmp_path):
     """`\\r` goes back to the start of a row only: a countdown longer than the terminal is
     wide wrapped, and each second's redraw left a row behind (seen at 100 columns in

@@ -11,7 +11,10 @@ So the Tuner holds these signals while it holds its lock (`deferred`), and the k
 delivers them when it lets go. In a process with other threads the kernel may hand the
 signal to one of those instead, and Python then runs the handler on the main thread all
 the same, inside the block: `inside()` tells the handler so, and it does its work on a
-thread of its own, which waits for the block to end.
+thread of its own, which waits for the main thread to leave its blocks (`settled`): until
+then the change may not yet be anywhere the handler can find it (a trial journaled but
+not yet on this process's list: seen in CI, the process then ended with the change in
+place). Such threads are not only ours: numpy's OpenBLAS starts one per extra CPU.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Iterator
 
 HANGUPS = frozenset({signal.SIGHUP, signal.SIGTERM})
 _depth = threading.local()
+_main_open = 0  # deferred blocks the main thread is inside
+_main_left = threading.Condition()
 
 
 @contextlib.contextmanager
@@ -31,15 +36,32 @@ def deferred() -> Iterator[None]:
     blocks nest). One that arrives meanwhile is delivered as the block ends; one that
     arrived just before runs its handler before the block starts, as Python runs a
     pending handler on return from the mask call."""
+    global _main_open
     old = signal.pthread_sigmask(signal.SIG_BLOCK, HANGUPS)
+    main = threading.current_thread() is threading.main_thread()
     _depth.n = getattr(_depth, "n", 0) + 1
+    if main:
+        with _main_left:
+            _main_open += 1
     try:
         yield
     finally:
         _depth.n -= 1
+        if main:
+            with _main_left:
+                _main_open -= 1
+                if not _main_open:
+                    _main_left.notify_all()
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def inside() -> bool:
     """Whether this thread is in a `deferred` block (a hang-up handler interrupted it)."""
     return getattr(_depth, "n", 0) > 0
+
+
+def settled() -> None:
+    """Wait until the main thread is out of its `deferred` blocks: what a hang-up
+    handler's own thread does before it looks for the changes to put back."""
+    with _main_left:
+        _main_left.wait_for(lambda: not _main_open)

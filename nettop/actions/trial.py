@@ -246,6 +246,10 @@ def install_exit_revert(revert_all: Callable[[], None] | None = None,
         else:
             os._exit(128 + signum)
 
+    def end_once_settled(signum: int) -> None:
+        hangups.settled()  # a trial being made is on the active list only once its block ends
+        end(signum)
+
     def handler(signum: int, _frame: object) -> None:
         # The tty's hang-up, sshd's own signal and a SIGTERM can come one after another;
         # Python would run this handler again inside the first, whose revert holds the
@@ -256,8 +260,8 @@ def install_exit_revert(revert_all: Callable[[], None] | None = None,
         if ending:
             return
         ending = True
-        if hangups.inside():  # this thread holds a lock the revert needs (hangups.py)
-            threading.Thread(target=end, args=(signum,), name="nettop-hangup").start()
+        if hangups.inside():  # the main thread is mid-change, perhaps holding the Tuner (hangups.py)
+            threading.Thread(target=end_once_settled, args=(signum,), name="nettop-hangup").start()
         else:
             end(signum)
 
