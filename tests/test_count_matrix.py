@@ -2,7 +2,10 @@
 per-IRQ tuples gave: to every reader of a tuple, to the rates, the doctor and the codec."""
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -168,3 +171,18 @@ def test_a_tables_matrix_is_found_once_while_the_table_is_kept(monkeypatch):
         table_matrix(_tables((0, 1), [[1, 2]])[0])
     walked.clear()
     assert table_matrix(am) is not None and walked == [id(am)]  # gone from the kept few: walked again
+
+
+def _threads_after_numpy(env: dict[str, str]) -> int:
+    script = "import os\nfrom nettop.model.counts import numpy\nnumpy()\nprint(len(os.listdir('/proc/self/task')))"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+def test_numpy_starts_no_threads_of_its_own_unless_the_user_asks():
+    """OpenBLAS would start one per extra CPU: threads that do nothing for nettop but take
+    the hang-up signals its main thread holds (nettop.actions.hangups)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    assert _threads_after_numpy(env) == 1
+    if (os.cpu_count() or 1) >= 2:  # the user's own setting is kept
+        assert _threads_after_numpy({**env, "OPENBLAS_NUM_THREADS": "2"}) == 2

@@ -15,6 +15,8 @@ reader refuses a value outside it (it falls back to /proc/interrupts).
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
@@ -29,7 +31,13 @@ DTYPE = "uint32"
 
 def numpy() -> ModuleType:
     """numpy, imported on first use: only a reader that builds a count matrix needs it
-    (~90 ms and ~17 MB), so `nettop set`, `replay` of a small host, `report` never pay."""
+    (~90 ms and ~17 MB), so `nettop set`, `replay` of a small host, `report` never pay.
+
+    Its OpenBLAS would start a thread per CPU (up to 64) for matrix products nettop never
+    computes; idle, but each one a thread the kernel may hand a SIGHUP to (hangups.py).
+    One is asked for, unless the user's environment says otherwise."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import numpy as np
 
     return np
