@@ -239,16 +239,25 @@ def test_a_hang_up_while_the_main_thread_holds_the_tuner_reverts_once_it_lets_go
             print("let go", flush=True)
         time.sleep(30)
     """)
+    out, _ = _hung_up_when(veth_lab, tmp_path, script, "holding")
+    assert out.strip() == "let go", out
+
+
+def _hung_up_when(veth_lab, tmp_path: Path, script: str, ready: str):
+    """Run `script` (its journal: tmp_path/journal.jsonl), send SIGHUP once it prints
+    `ready` with the tbf in place; the process must end by the hang-up with the trial
+    reverted. What it printed after `ready`, and the trial."""
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
-        assert p.stdout.readline().strip() == "holding"
+        assert p.stdout.readline().strip() == ready
         assert _kind(veth_lab.host_if) == "tbf"
         p.send_signal(signal.SIGHUP)
         out, _ = p.communicate(timeout=15)
-        assert p.returncode == 128 + signal.SIGHUP and out.strip() == "let go", out
+        assert p.returncode == 128 + signal.SIGHUP, out
         assert _kind(veth_lab.host_if) == "noqueue"
-        trial = Journal(str(journal)).read_state().trials[1]
+        trial = Journal(str(tmp_path / "journal.jsonl")).read_state().trials[1]
         assert trial.outcome == "reverted" and trial.reason.startswith("SIGHUP"), trial.reason
+        return out, trial
     finally:
         if p.poll() is None:
             p.kill()
@@ -284,24 +293,9 @@ def test_a_hang_up_while_a_trial_is_being_made_reverts_it_once_it_is_whole(veth_
         print("whole", flush=True)
         time.sleep(30)
     """)
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert p.stdout.readline().strip() == "journaled"
-        assert _kind(veth_lab.host_if) == "tbf"
-        p.send_signal(signal.SIGHUP)
-        out, _ = p.communicate(timeout=15)
-        assert p.returncode == 128 + signal.SIGHUP, out
-        assert _kind(veth_lab.host_if) == "noqueue"
-        trial = Journal(str(journal)).read_state().trials[1]
-        assert trial.outcome == "reverted" and trial.reason.startswith("SIGHUP"), trial.reason
-        assert trial.guardian is not None
-        assert _wait(lambda: not os.path.exists(f"/proc/{trial.guardian}"), 5), "the guardian was left running"
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        if _kind(veth_lab.host_if) != "noqueue":
-            _tuner(tmp_path).revert_all()
+    _, trial = _hung_up_when(veth_lab, tmp_path, script, "journaled")
+    assert trial.guardian is not None
+    assert _wait(lambda: not os.path.exists(f"/proc/{trial.guardian}"), 5), "the guardian was left running"
 
 
 def test_the_countdown_on_an_80_column_terminal_redraws_one_row_in_place(veth_lab, tmp_path):
