@@ -25,9 +25,10 @@ import threading
 from typing import Iterator
 
 HANGUPS = frozenset({signal.SIGHUP, signal.SIGTERM})
-_depth = threading.local()
-_main_open = 0  # deferred blocks the main thread is inside
-_main_left = threading.Condition()
+# deferred blocks the main thread is inside: the only thread Python runs handlers on, so
+# the only one whose depth `inside` is asked, and the one `settled` waits for
+_main_open = 0
+_main_left = threading.Condition()  # an RLock: a handler run inside the block re-enters it
 
 
 @contextlib.contextmanager
@@ -39,14 +40,12 @@ def deferred() -> Iterator[None]:
     global _main_open
     old = signal.pthread_sigmask(signal.SIG_BLOCK, HANGUPS)
     main = threading.current_thread() is threading.main_thread()
-    _depth.n = getattr(_depth, "n", 0) + 1
     if main:
         with _main_left:
             _main_open += 1
     try:
         yield
     finally:
-        _depth.n -= 1
         if main:
             with _main_left:
                 _main_open -= 1
@@ -56,8 +55,9 @@ def deferred() -> Iterator[None]:
 
 
 def inside() -> bool:
-    """Whether this thread is in a `deferred` block (a hang-up handler interrupted it)."""
-    return getattr(_depth, "n", 0) > 0
+    """Whether the main thread, where Python runs a hang-up handler, is in a `deferred`
+    block (the handler interrupted it)."""
+    return _main_open > 0
 
 
 def settled() -> None:
