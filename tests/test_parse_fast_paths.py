@@ -174,3 +174,43 @@ def test_proc_stat_fast_path_takes_only_what_the_line_by_line_path_reads_the_sam
             and all(x.isdigit() and len(x) <= 19 for x in total) and len({n for n, _ in lines}) == len(lines) \
             and max(int(n[3:]) for n, _ in lines) < 8192:
         assert fast is not None  # a kernel-shaped block takes the fast path
+
+
+def _stat_lines(n: int) -> list[str]:
+    return [f"cpu{i} {1000 + i} 0 {7 * i} 99999999 10 20 {30 + i} 0 0 0" for i in range(n)]
+
+
+_STAT_DAMAGE = st.sampled_from([" ", "  ", "\n", "\n\n", "cpu", "cpu ", "-", "1", "0", "00000", "9" * 19,
+                                "9" * 21, "c", "u", "\t", "x", "\ncpu5 1 2 3 4 5 6 7 8 9 10",
+                                "\n0 1 2 3 4 5 6 7 8 9 10 11"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(256, 300), st.lists(st.tuples(st.integers(0, 1 << 30), st.integers(0, 3), _STAT_DAMAGE),
+                                        max_size=3), st.booleans())
+@example(256, [], True)
+@example(256, [(0, 0, "0 4000 2 3 4 5 6 7 8 9 10 11\n")], True)  # a line without its "cpu"
+@example(256, [(0, 0, "cpu0000300 1 2 3 4 5 6 7 8 9 10\n")], False)  # an id of 7 digits
+def test_proc_stat_table_of_many_cpus_matches_the_line_by_line_parser(n, damage, tail):
+    """From ARRAYS_FROM CPUs /proc/stat is parsed whole into one array (cpustat._table).
+    Whatever is damaged (a token inserted, cut or replaced anywhere), it must give what
+    the line-by-line parser gives: the same CPUs with the same counters, or the same
+    problems when it falls back."""
+    import nettop.collectors.cpustat as cpustat
+    text = "cpu  1 2 3 4 5 6 7 8 9 10\n" + "\n".join(_stat_lines(n)) + ("\nintr 1 2\n" if tail else "\n")
+    first = text.index("\n") + 1
+    for pos, how, what in damage:
+        at = first + pos % (len(text) - first)  # in the cpuN lines, or in the intr line after them
+        text = (text[:at] + what + text[at:] if how == 0 else text[:at] + what + text[at + len(what):] if how == 1
+                else text[:at] + text[at + 1 + pos % 3:] if how == 2 else text[:at] + what)
+    got, problems = cpustat.parse_stat(text)
+    real = cpustat._plainly_valid
+    cpustat._plainly_valid = lambda head: None  # the line-by-line parser alone
+    try:
+        want, want_problems = cpustat.parse_stat(text)
+    finally:
+        cpustat._plainly_valid = real
+    assert dict(got) == dict(want)
+    assert [p.message for p in problems] == [p.message for p in want_problems]
+    if not damage:
+        assert type(got).__name__ == "CpuTable"  # the whole-text path was taken

@@ -18,3 +18,17 @@ def test_live_is_any_path_that_resolves_to_the_root_and_follows_the_working_dire
     assert SysRoot(".").live
     monkeypatch.chdir(tree)
     assert not SysRoot(".").live  # relative: resolved where the process is now
+
+
+def test_read_head_is_the_text_before_the_stop_of_the_live_kernel_and_of_a_tree(tmp_path):
+    import pytest
+    live = SysRoot("/")
+    head = live.read_head("proc/stat", "\nintr")
+    assert head.startswith("cpu ") and "intr" not in head and head.count("\ncpu") == os.cpu_count()
+    (tmp_path / "f").write_bytes(b"a b\nintr 1 2\nctxt 3\n")
+    (tmp_path / "g").write_bytes(b"a b\n")
+    tree = SysRoot(str(tmp_path))
+    assert tree.read_head("f", "\nintr") == "a b"
+    assert tree.read_head("g", "\nintr") == "a b\n"  # no stop: the whole text
+    with pytest.raises(FileNotFoundError):
+        tree.read_head("missing", "\nintr")

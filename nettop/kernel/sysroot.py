@@ -52,6 +52,20 @@ class SysRoot:
                 raise
             return value + "\n"
 
+    def read_head(self, rel: str, stop: str) -> str:
+        """`read_text(rel)` up to the first `stop` (the whole text when there is none):
+        only the part a parser reads is decoded (/proc/stat's cpuN lines, not the `intr`
+        line after them, which has a number per IRQ: ~150 kB at 16,384 IRQs)."""
+        try:
+            with open(self.join(rel), "rb", buffering=0) as f:
+                data = f.readall()
+        except FileNotFoundError:
+            value = self.read_text(rel)  # a sosreport's sysctl, or the error
+            end = value.find(stop)
+            return value if end < 0 else value[:end]
+        end = data.find(stop.encode("latin-1"))
+        return (data if end < 0 else data[:end]).decode("latin-1")
+
     def read_line(self, rel: str) -> str:
         """Read a one-value sysfs file, stripped of its trailing newline."""
         try:
