@@ -214,3 +214,31 @@ def test_proc_stat_table_of_many_cpus_matches_the_line_by_line_parser(n, damage,
     assert [p.message for p in problems] == [p.message for p in want_problems]
     if not damage:
         assert type(got).__name__ == "CpuTable"  # the whole-text path was taken
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([20, 256, 300]), st.lists(st.tuples(st.integers(0, 1 << 30), st.integers(0, 2),
+                                                           st.sampled_from([" ", "\n", "0", "f", "G", "-", "  ", "\t",
+                                                                            "0000000", "000000000"])), max_size=3))
+@example(256, [])
+def test_softnet_whole_file_checks_match_the_line_by_line_parser(n, damage):
+    """softnet._fields_a_line checks a file whole (one translate, two compares); whatever
+    is damaged, softnet_stat must give what the line-by-line parser gives."""
+    import nettop.collectors.softnet as softnet
+    text = "".join(" ".join([f"{1000 + i:08x}", "00000000", f"{i % 7:08x}"] + ["00000000"] * 6
+                            + [f"{i:08x}", "00000000", "00000000", f"{i:08x}"]) + "\n" for i in range(n))
+    for pos, how, what in damage:
+        at = pos % len(text)
+        text = text[:at] + what + text[at:] if how == 0 else text[:at] + what + text[at + len(what):] \
+            if how == 1 else text[:at] + text[at + 1:]
+    got, problems = softnet.parse_softnet(text)
+    real = softnet._fields_a_line
+    softnet._fields_a_line = lambda text: None  # the line-by-line parser alone
+    try:
+        want, want_problems = softnet.parse_softnet(text)
+    finally:
+        softnet._fields_a_line = real
+    assert dict(got) == dict(want)
+    assert [p.message for p in problems] == [p.message for p in want_problems]
+    if not damage and n >= 256:
+        assert type(got).__name__ == "CpuTable"

@@ -108,23 +108,28 @@ def parse_softnet(
     return out, problems
 
 
-_HEX_WS = b"0123456789abcdefABCDEF \n"
+
+
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 
 def _fields_a_line(text: str) -> int | None:
     """The fields a line of a file as the kernel prints it (every field "%08x", one space
     between, every line alike), checked with whole-file C-level calls; None for anything
     else, which the line-by-line parser then judges and explains."""
-    if text.encode("latin-1", "replace").translate(None, _HEX_WS):
-        return None  # a character that is neither a hex digit nor a separator
-    lines = text.count("\n")
-    n = len(text) // (9 * lines) if lines else 0
-    # fixed width: each line is n fields of exactly 8 digits, each followed by one
-    # separator, so the file is n * 9 characters a line, every 9th is a separator, the
-    # last of each line a newline, and there are no other separators (no blank inside a
-    # field: as many separators as fields)
-    if n < _MIN_COLUMNS or len(text) != 9 * n * lines or text.count(" ") + lines != n * lines \
-            or text[8::9].replace(" ", "").replace("\n", "") or text[9 * n - 1::9 * n].replace("\n", ""):
+    data = text.encode("latin-1", "replace")
+    # with the hex digits deleted, what is left must be exactly the separators of n
+    # fields a line: n - 1 spaces and a newline, each line alike (so no other character,
+    # and no blank inside a field); and in a file of n * 9 characters a line they must be
+    # every 9th, so each field has exactly 8 digits. One translate and two compares of
+    # bytes: at 1,024 CPUs the counts and strided slices of the str were 0.8 ms.
+    seps = data.translate(None, _HEX_DIGITS)
+    n = seps.find(b"\n") + 1
+    lines = len(seps) // n if n else 0
+    if n < _MIN_COLUMNS or len(data) != 9 * n * lines:
+        return None
+    expected = (b" " * (n - 1) + b"\n") * lines
+    if seps != expected or data[8::9] != expected:
         return None
     return n
 
@@ -158,7 +163,7 @@ def _as_table(text: str) -> CpuTable[SoftnetRow] | None:
     np = numpy()
     values = np.frombuffer(bytes.fromhex(text), ">u4").reshape(lines, n)[:, _TABLE_COLUMNS].astype(np.int64)
     ids = values[:, 0]
-    if int(ids.max()) >= MAX_CPUS or len(np.unique(ids)) != lines:
+    if int(ids.max()) >= MAX_CPUS or not ((ids[1:] > ids[:-1]).all() or len(np.unique(ids)) == lines):
         return None  # _by_column names what is wrong
     return CpuTable(SoftnetRow, values, (True,))
 
