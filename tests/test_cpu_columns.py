@@ -248,3 +248,31 @@ def test_a_big_hosts_cpu_rates_are_built_when_first_read_and_read_as_the_dict(mo
     copy = pickle.loads(pickle.dumps(rates.cpus))
     assert type(copy) is dict and copy == want
     assert built == [1, 1]
+
+
+def test_the_cpu_set_kept_from_tick_to_tick_follows_the_online_cpus():
+    """cpu_rates keeps the union of CPUs and the offline mask while the tables' CPUs and
+    the online list stay the same (rates._cpu_set); a CPU going offline, coming back, or
+    a table of other CPUs gives what the per-CPU path gives, tick after tick."""
+    import dataclasses
+
+    from nettop.model.counts import numpy
+    from nettop.model.cpu_table import CpuTable
+
+    np = numpy()
+
+    def tables(snap: Snapshot) -> Snapshot:
+        rows = [[getattr(t, f.name) for f in dataclasses.fields(CpuTimes)] for t in snap.cpu_times.values()]
+        return dataclasses.replace(snap, cpu_times=CpuTable(CpuTimes, np.array(rows, dtype=np.int64)))
+
+    everyone = tuple(range(300))
+    for online, ncpus in ((everyone, 300), (everyone[:9] + everyone[10:], 300), (everyone, 300),
+                          (everyone[:9] + everyone[10:], 300), (tuple(range(310)), 310), (everyone, 300)):
+        prev = tables(_big(ncpus, 10.0, 1))
+        cur = tables(_big(ncpus, 11.0, 2, online=online))
+        got_p: list = []
+        got = R.cpu_rates(prev, cur, 1.0, got_p)
+        want_p: list = []
+        _same(got, R._cpu_rates_each(prev, cur, 1.0, want_p, sorted(set(online) | set(range(ncpus)))))
+        assert got_p == want_p
+        assert (got[9].presence is R.Presence.OFFLINE) == (9 not in online)
