@@ -242,3 +242,28 @@ def test_softnet_whole_file_checks_match_the_line_by_line_parser(n, damage):
     assert [p.message for p in problems] == [p.message for p in want_problems]
     if not damage and n >= 256:
         assert type(got).__name__ == "CpuTable"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_DEC, min_size=1, max_size=4), st.integers(0, 299), st.sampled_from([256, 300]),
+       st.sampled_from(["", "\t", "  ", " 7", "-1"]))
+@example(["00000000001"], 5, 256, "")
+def test_softirqs_rows_of_many_cpus_give_what_the_token_checks_give(fields, at, n, extra):
+    """From ARRAYS_FROM CPUs a NET_RX/NET_TX row is checked and parsed whole
+    (softirqs._row_array); with a kernel's or a damaged field anywhere in it, the answer
+    (counts, or which problem) is that of the token checks."""
+    import nettop.collectors.softirqs as softirqs
+    rx = [str(1000 + i) for i in range(n)]
+    rx[at % n: at % n + len(fields)] = fields
+    text = ("   " + "".join(f"CPU{i:<8d}" for i in range(n)) + "\n"
+            + "      NET_TX: " + " ".join(f"{i:10d}" for i in range(n)) + "\n"
+            + "      NET_RX: " + " ".join(rx) + extra + "\n")
+    got, problems = softirqs.parse_softirqs(text)
+    real = softirqs._row_array
+    softirqs._row_array = lambda rest: None  # the token checks alone
+    try:
+        want, want_problems = softirqs.parse_softirqs(text)
+    finally:
+        softirqs._row_array = real
+    assert dict(got) == dict(want)
+    assert [p.message for p in problems] == [p.message for p in want_problems]
