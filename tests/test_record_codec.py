@@ -602,3 +602,17 @@ def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(tw
     assert [sorted(s.softnet) for s in back] == [cpus for cpus, _ in kinds]
     assert [(s.softnet[0].backlog is None, s.softnet[0].cpu_from_column) for s in back] == \
         [(len(c) == 2, c[-1]) for _, c in kinds]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.just(0), st.integers(0, 255), st.integers(0, (1 << 64) - 1)), max_size=300),
+       st.integers(0, 4))
+def test_byte_planes_of_an_array_are_those_of_its_bytes(values, extra):
+    """codec._planes_of_words (the Writer's array path) cuts the same planes, byte for
+    byte, as _planes_of does from the values' little-endian bytes (the list path)."""
+    from nettop.model.counts import numpy
+
+    np = numpy()
+    z = np.array(values, dtype=np.uint64)
+    n = len(values) + extra  # the rest of the vector: zeros after the head
+    assert codec._planes_of_words(z, n) == codec._planes_of(z.astype("<u8").tobytes(), n)

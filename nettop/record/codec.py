@@ -993,8 +993,7 @@ def _pack_head(head: Any, n: int, work: tuple[Any, Any] | None) -> bytes:
         np.left_shift(head, 1, out=a)
         np.right_shift(head, 63, out=b)
         z = np.bitwise_xor(a, b, out=a).view(np.uint64)
-    raw = z.astype("<u8", copy=False).tobytes()
-    return _lzma_planes(_planes_of(raw, n), n)
+    return _lzma_planes(_planes_of_words(z, n), n)
 
 
 def _planes(zs: list[int]) -> bytes:
@@ -1017,6 +1016,25 @@ def _planes_of(raw: bytes, n: int) -> bytes:
     width = max((k + 1 for k in range(8) if planes[k]), default=1)
     head = struct.pack(f"<BI{width}I", width, n, *(len(p) for p in planes[:width]))
     return head + b"".join(planes[:width])
+
+
+def _planes_of_words(z: Any, n: int) -> bytes:
+    """`_planes_of` from the zigzag values themselves (a uint64 array, the first of n):
+    byte k of every value is column k of the array seen as bytes, cut after its last
+    non-zero one, and only the planes below the largest value's width are looked at.
+    A chain's key and its successor at 1,024 CPUs hold ~560,000 values: slicing their
+    4.5 MB of bytes eight ways and stripping each plane's zeros was ~20 ms of each."""
+    np = numpy()
+    m = len(z)
+    width = max(1, (int(z.max()).bit_length() + 7) // 8 if m else 1)
+    cols = z.astype("<u8", copy=False).view(np.uint8).reshape(m, 8)
+    planes = []
+    for k in range(width):
+        moved = cols[::-1, k] != 0  # from the end: argmax stops at the first True
+        last = int(moved.argmax()) if m else 0
+        planes.append(cols[:m - last, k].tobytes() if m and moved[last] else b"")
+    head = struct.pack(f"<BI{width}I", width, n, *map(len, planes))
+    return head + b"".join(planes)
 
 
 def _lane_bytes(kind: int, data: bytes) -> tuple[bytearray, int]:
