@@ -250,3 +250,40 @@ def test_format_4_packs_the_floats_and_a_format_3_reader_cannot_misread_them(rea
     for bad in (good[:-3], good + b"x", b"\x07" + good[1:], b"\x01not zlib", b"", b"\x00" + b"\x00" * 7):
         with pytest.raises(codec.CodecError):
             codec.unpack_floats_tagged(bad)
+
+
+def test_a_sample_that_failed_to_commit_leaves_the_next_ones_exact(reads, tmp_path):
+    """A sample whose transaction fails (a full disk, an I/O error) is not in the file,
+    and nothing the Writer worked out for it is used to predict the next ones (they are
+    predicted from the last committed samples): those come back exactly."""
+    import sqlite3 as sq
+
+    from nettop.record.store import RecordingError
+
+    class Failing:
+        def __init__(self, db):
+            self.db, self.fail = db, False
+
+        def execute(self, sql, *args):
+            if self.fail and sql.startswith("INSERT INTO sample VALUES"):
+                self.fail = False
+                raise sq.OperationalError("disk I/O error")
+            return self.db.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+    path = str(tmp_path / "r.nettop")
+    w = Writer(path, {"host": "h"})
+    w._db = db = Failing(w._db)
+    lost = {5, 6, 40}  # before a chain's third sample, before the next, one in the middle
+    for i, snap in enumerate(reads[:60]):
+        if i in lost:  # the one before again, so it moved nowhere: were it kept as the last
+            db.fail = True  # sample, the next would miss the errors where that one moved
+            with pytest.raises(RecordingError):
+                w.add_sample(reads[i - 1])
+        w.add_sample(snap)
+    w.close()
+    r = Reader(path)
+    assert list(r.snapshots()) == reads[:60]
+    assert r.warnings == []
