@@ -114,6 +114,7 @@ class SysfsIrqReader:
         # of the last table read: the followed IRQs alone, in the table's order (the table
         # also names every other IRQ, for the queue map; a snapshot holds only these)
         self.counted: dict[int, Irq] = {}
+        self._matrix: CountMatrix | None = None  # theirs: row i is the i-th of `counted`
         self._ticks = 0
         self._base = ""
         self._nlink = -1
@@ -477,12 +478,12 @@ class SysfsIrqReader:
                                            [x.name for x in infos],
                                            list(map(CountRow, itertools.repeat(matrix), range(len(rows)))),
                                            totals)))
-            self._cols, self._counted_bare = cols, self._bare
+            self._cols, self._counted_bare, self._matrix = cols, self._bare, matrix
         else:  # no count moved: the last tick's matrix and Irqs, as a quiet host has
             counted = self.counted
         self.fallback_reason = None
         self.counted = counted
-        return InterruptTable(tuple(online), Named(self._bare, counted))
+        return InterruptTable(tuple(online), Named(self._bare, counted, self._matrix))
 
 
 class Named(Mapping[int, Irq]):
@@ -493,11 +494,15 @@ class Named(Mapping[int, Irq]):
     of a merged copy: at 16,384 IRQs the copy was a 16,384-entry dict a tick, made only to
     look up the NICs' few hundred vectors, and young for the garbage collector to walk."""
 
-    __slots__ = ("_bare", "_counted")
+    __slots__ = ("_bare", "_counted", "matrix")
 
-    def __init__(self, bare: dict[int, Irq], counted: dict[int, Irq]) -> None:
+    def __init__(self, bare: dict[int, Irq], counted: dict[int, Irq], matrix: CountMatrix | None = None) -> None:
         self._bare = bare
         self._counted = counted
+        # the count matrix whose rows are the counted IRQs, in their order (each one's
+        # counts a CountRow of it): model/counts.table_matrix takes it as it is, where it
+        # would otherwise walk all 16,384 IRQs of a big host to find that out
+        self.matrix = matrix
 
     def __getitem__(self, irq: int) -> Irq:
         got = self._counted.get(irq)

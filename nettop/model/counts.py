@@ -150,6 +150,9 @@ def _table_matrix(table: InterruptTable) -> CountMatrix | None:
     irqs = table.irqs
     if not irqs:
         return None
+    known = getattr(irqs, "matrix", None)  # the sysfs reader's (collectors/irq_sysfs.Named)
+    if type(known) is CountMatrix:
+        return known if len(known.irqs) else None
     got: CountMatrix | None = None
     n = 0
     for irq in irqs.values():
