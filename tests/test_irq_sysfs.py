@@ -329,17 +329,21 @@ def test_a_captured_tree_is_never_read_through_held_descriptors(tmp_path):
     assert b is not None and any(b.irqs[i].total != a.irqs[i].total for i in b.irqs if b.irqs[i].counts)
 
 
+def _in_place_reader(tmp_path: Path, irqs: int):
+    """A generated 8-CPU tree read as the live kernel is (rewritten in place), its online
+    CPUs, a reader, and the filter that follows its mlx5 queue IRQs."""
+    root = SysRoot(str(generate_tree(tmp_path / "t", cpus=8, irqs=irqs, queues=4)), in_place=True)
+    online, _ = cpus.read_online_cpus(root)
+    return root, online, SysfsIrqReader(), (lambda i, n: "mlx5" in n)
+
+
 def test_a_tree_rewritten_in_place_is_held_open_and_read_fresh_as_the_live_kernel_is(tmp_path):
     """`SysRoot.in_place` (benchmarks/record_cost.py's tree): the followed IRQs' files are
     held open, and each tick's counts are those the files hold after an in-place rewrite
     (same inode, one write, as sysfs regenerates its own), not the first tick's."""
     from treegen import FiringIrqs
 
-    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
-    root = SysRoot(str(tree), in_place=True)
-    online, _ = cpus.read_online_cpus(root)
-    reader = SysfsIrqReader()
-    want = lambda i, n: "mlx5" in n  # noqa: E731
+    root, online, reader, want = _in_place_reader(tmp_path, irqs=40)
     try:
         first = reader.read(root, online, want)
         assert first is not None and reader._fds and len(reader._fds) == len(reader._paths)
@@ -709,11 +713,7 @@ def test_the_readers_tables_name_their_matrix_as_a_walk_of_their_irqs_finds_it(t
     from nettop.model import counts
     from nettop.model.snapshot import InterruptTable
 
-    tree = generate_tree(tmp_path / "t", cpus=8, irqs=60, queues=4)
-    root = SysRoot(str(tree), in_place=True)
-    online, _ = cpus.read_online_cpus(root)
-    reader = SysfsIrqReader()
-    want = lambda i, n: "mlx5" in n  # noqa: E731
+    root, online, reader, want = _in_place_reader(tmp_path, irqs=60)
     try:
         firing = None
         for k in range(4):

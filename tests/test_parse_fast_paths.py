@@ -176,6 +176,21 @@ def test_proc_stat_fast_path_takes_only_what_the_line_by_line_path_reads_the_sam
         assert fast is not None  # a kernel-shaped block takes the fast path
 
 
+def _as_the_strict_path(module, fast: str, parse, text: str):
+    """`parse(text)`, asserted equal, rows and problems, to what it gives with the fast
+    helper `module.<fast>` answering None (the strict path alone); returns the rows."""
+    got, problems = parse(text)
+    real = getattr(module, fast)
+    setattr(module, fast, lambda *args: None)
+    try:
+        want, want_problems = parse(text)
+    finally:
+        setattr(module, fast, real)
+    assert dict(got) == dict(want)
+    assert [p.message for p in problems] == [p.message for p in want_problems]
+    return got
+
+
 def _stat_lines(n: int) -> list[str]:
     return [f"cpu{i} {1000 + i} 0 {7 * i} 99999999 10 20 {30 + i} 0 0 0" for i in range(n)]
 
@@ -203,15 +218,7 @@ def test_proc_stat_table_of_many_cpus_matches_the_line_by_line_parser(n, damage,
         at = first + pos % (len(text) - first)  # in the cpuN lines, or in the intr line after them
         text = (text[:at] + what + text[at:] if how == 0 else text[:at] + what + text[at + len(what):] if how == 1
                 else text[:at] + text[at + 1 + pos % 3:] if how == 2 else text[:at] + what)
-    got, problems = cpustat.parse_stat(text)
-    real = cpustat._plainly_valid
-    cpustat._plainly_valid = lambda head: None  # the line-by-line parser alone
-    try:
-        want, want_problems = cpustat.parse_stat(text)
-    finally:
-        cpustat._plainly_valid = real
-    assert dict(got) == dict(want)
-    assert [p.message for p in problems] == [p.message for p in want_problems]
+    got = _as_the_strict_path(cpustat, "_plainly_valid", cpustat.parse_stat, text)  # the line-by-line parser
     if not damage:
         assert type(got).__name__ == "CpuTable"  # the whole-text path was taken
 
@@ -231,15 +238,7 @@ def test_softnet_whole_file_checks_match_the_line_by_line_parser(n, damage):
         at = pos % len(text)
         text = text[:at] + what + text[at:] if how == 0 else text[:at] + what + text[at + len(what):] \
             if how == 1 else text[:at] + text[at + 1:]
-    got, problems = softnet.parse_softnet(text)
-    real = softnet._fields_a_line
-    softnet._fields_a_line = lambda text: None  # the line-by-line parser alone
-    try:
-        want, want_problems = softnet.parse_softnet(text)
-    finally:
-        softnet._fields_a_line = real
-    assert dict(got) == dict(want)
-    assert [p.message for p in problems] == [p.message for p in want_problems]
+    got = _as_the_strict_path(softnet, "_fields_a_line", softnet.parse_softnet, text)  # the line-by-line parser
     if not damage and n >= 256:
         assert type(got).__name__ == "CpuTable"
 
@@ -258,12 +257,4 @@ def test_softirqs_rows_of_many_cpus_give_what_the_token_checks_give(fields, at, 
     text = ("   " + "".join(f"CPU{i:<8d}" for i in range(n)) + "\n"
             + "      NET_TX: " + " ".join(f"{i:10d}" for i in range(n)) + "\n"
             + "      NET_RX: " + " ".join(rx) + extra + "\n")
-    got, problems = softirqs.parse_softirqs(text)
-    real = softirqs._row_array
-    softirqs._row_array = lambda rest: None  # the token checks alone
-    try:
-        want, want_problems = softirqs.parse_softirqs(text)
-    finally:
-        softirqs._row_array = real
-    assert dict(got) == dict(want)
-    assert [p.message for p in problems] == [p.message for p in want_problems]
+    _as_the_strict_path(softirqs, "_row_array", softirqs.parse_softirqs, text)  # the token checks
