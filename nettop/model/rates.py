@@ -170,8 +170,10 @@ _CPU_SET: tuple[Any, ...] = (None, None, None, [], None)
 
 def _cpu_set(online: tuple[int, ...], times: Mapping[int, CpuTimes], before: Mapping[int, CpuTimes]
              ) -> tuple[list[int], Any]:
-    """(every CPU online or in either sample's /proc/stat, ascending; for `_cpu_rates_arrays`
-    the mask of those not online, built when asked: None here until then)."""
+    """(every CPU online or in either sample's /proc/stat, ascending; the mask of those
+    not online when both samples' times are `CpuTable`s of ARRAYS_FROM CPUs or more, else
+    None, and `_cpu_rates_arrays` makes it if it needs it)."""
+    global _CPU_SET
     a = times.cpus if type(times) is CpuTable else None
     b = before.cpus if type(before) is CpuTable else None
     kept = _CPU_SET
@@ -184,7 +186,7 @@ def _cpu_set(online: tuple[int, ...], times: Mapping[int, CpuTimes], before: Map
         up = set(online)
         offline = np.fromiter((c not in up for c in cpus), bool, len(cpus))
         offline.flags.writeable = False
-        globals()["_CPU_SET"] = (online, a, b, cpus, offline)
+        _CPU_SET = (online, a, b, cpus, offline)
     return cpus, offline
 
 
