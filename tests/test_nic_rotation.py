@@ -1,4 +1,5 @@
-"""Coalescing, rings and channels: asked every tick on screen, in rotation off it, at once
+"""Coalescing, rings and channels: asked when the kernel's ethtool monitor says they
+changed (every tick on screen where there is no monitor), in rotation besides, at once
 after nettop's own changes, and never claimed newer than they are
 (nettop/collectors/nic_rotation.py). Each ethtool request takes RTNL, so the number asked
 per tick is the figure that matters; the real kernel's veths count it.
@@ -104,10 +105,9 @@ def test_ethtool_L_by_another_tool_shows_next_tick_on_screen_and_within_the_peri
 N = 8
 
 
-def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(monkeypatch):
-    reason = can_build_lab()
-    if reason:
-        pytest.skip(reason)
+def _count_ethtool_requests(monkeypatch) -> list[str]:
+    """The interfaces named by each ethtool request nettop makes (3 ioctls and the
+    offloads' netlink request per interface asked)."""
     calls: list[str] = []
     for cls, what in ((Ethtool, "coalesce"), (Ethtool, "rings"), (Ethtool, "channels"),
                       (EthtoolNetlink, "get_features")):
@@ -117,6 +117,18 @@ def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(mon
             calls.append(ifname)
             return _real(self, ifname)
         monkeypatch.setattr(cls, what, counted)
+    return calls
+
+
+@pytest.mark.parametrize("monitor", [True, False], ids=["monitor", "no-monitor"])
+def test_ethtool_requests_per_tick_drop_to_the_changed_or_on_screen_set_plus_the_budget(monkeypatch, monitor):
+    """With the kernel's ethtool monitor only what it names (and the rotation) is asked,
+    on screen or not, and a change by another tool is asked on the next tick; without
+    one (a kernel before 5.7) the interfaces on screen are asked every tick."""
+    reason = can_build_lab()
+    if reason:
+        pytest.skip(reason)
+    calls = _count_ethtool_requests(monkeypatch)
     with contextlib.ExitStack() as stack:
         labs = [stack.enter_context(veth_lab(queues=2)) for _ in range(N)]
         names = [lab.host_if for lab in labs]
@@ -124,20 +136,32 @@ def test_ethtool_requests_per_tick_drop_to_the_on_screen_set_plus_the_budget(mon
                         clock=SteppedClock(start=1000.0)) as reader:
             if reader._ethtool is None:
                 pytest.skip("no ethtool ioctl socket")
+            if monitor and reader._ethtool_monitor is None:
+                pytest.skip("no ethtool monitor (Linux 5.7+)")
+            if not monitor:
+                reader._ethtool_monitor.close()
+                reader._ethtool_monitor = None
             reader.read()
             assert len(calls) == 4 * N  # the first tick asks every interface (3 ioctls, the offloads)
             per_tick, asked = [], set()
-            for _ in range(10):
+            for tick in range(10):
+                if tick == 4:  # another tool changes an interface that is not on screen
+                    run(["ethtool", "-K", names[5], "gro", "on"])
                 calls.clear()
                 snap = reader.read()
                 per_tick.append(len(calls))
                 asked.update(calls)
+                if tick == 4 and monitor:
+                    assert names[5] in calls and snap.tuning.nics[names[5]].features["gro"] is True
+                    assert setting_age(snap.t_mono, snap.devices[names[5]].read_at) == 0.0
                 assert all(setting_age(snap.t_mono, snap.devices[n].read_at) <= 10.0 for n in names)
                 assert all(snap.devices[n].channels is not None for n in names)
                 assert all(snap.tuning.nics[n].features for n in names)  # kept between asks
-            # the on-screen interface (4 requests) and 7 in rotation over 10 ticks: one a tick
-            assert max(per_tick) <= 4 * (1 + 1) and min(per_tick) >= 4, per_tick
             assert asked == set(names)  # each re-asked within the period
+            if monitor:  # 8 in rotation over 10 ticks (one a tick, sometimes none), the changed one
+                assert max(per_tick) <= 4 * 2 and per_tick.count(0) >= 1, per_tick
+            else:  # the on-screen interface every tick and 7 in rotation over 10 ticks
+                assert max(per_tick) <= 4 * (1 + 1) and min(per_tick) >= 4, per_tick
 
 
 def _gro(reader: HostReader, ifname: str) -> tuple[bool | None, float, float]:

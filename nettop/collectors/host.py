@@ -109,6 +109,7 @@ class HostReader:
         self._nl = None
         self._rtnl = None
         self._ethtool = None
+        self._ethtool_monitor = None  # says which interfaces' ethtool settings changed (live)
         self.host = self._read_host()
         self.kernel = self._read_kernel()
         if root.live:
@@ -122,23 +123,25 @@ class HostReader:
     def _open_netlink(self) -> None:
         """Long-lived sockets; any that cannot be opened leaves its source to sysfs."""
         from nettop.kernel.ethtool import Ethtool
+        from nettop.kernel.ethtool_nl import EthtoolMonitor
         from nettop.kernel.netdev_genl import NetdevNetlink, NetdevUnsupported
         from nettop.kernel.rtnl import Rtnl
 
-        for attr, factory in (("_rtnl", Rtnl), ("_ethtool", Ethtool), ("_nl", NetdevNetlink)):
+        for attr, factory in (("_rtnl", Rtnl), ("_ethtool", Ethtool), ("_nl", NetdevNetlink),
+                              ("_ethtool_monitor", EthtoolMonitor)):
             try:
                 setattr(self, attr, factory())
             except (NetdevUnsupported, OSError):
                 setattr(self, attr, None)
 
     def close(self) -> None:
-        for h in (self._nl, self._rtnl, self._ethtool):
+        for h in (self._nl, self._rtnl, self._ethtool, self._ethtool_monitor):
             if h is not None:
                 try:
                     h.close()
                 except OSError:
                     pass
-        self._nl = self._rtnl = self._ethtool = None
+        self._nl = self._rtnl = self._ethtool = self._ethtool_monitor = None
         self._tuning.close()
         self._irq_sysfs.close()
         self._settings.close()
@@ -249,7 +252,8 @@ class HostReader:
             ethtool = self._ethtool
             eth = self._nic_settings.read(t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__,
                                           lambda n: nic_settings.read_nic_settings(ethtool, n),
-                                          self._tuning.features if root.live else None)
+                                          self._tuning.features if root.live else None,
+                                          self._ethtool_changes(nics))
         devices = {n: self._device_config(link_map[n], settings.queues[n], settings.bql[n], eth.get(n), problems)
                    for n in nics}
         if root.live:
@@ -290,6 +294,21 @@ class HostReader:
         )
 
     # --- helpers -----------------------------------------------------------------------
+
+    def _ethtool_changes(self, nics: list[str]) -> set[str] | None:
+        """The interfaces whose ethtool settings the kernel says changed since the last
+        tick (all when it dropped notifications); None without a monitor. A monitor that
+        fails is closed and this tick asks every interface."""
+        monitor = self._ethtool_monitor
+        if monitor is None:
+            return None
+        try:
+            changed = monitor.changed()
+        except OSError:
+            self._ethtool_monitor = None
+            monitor.close()
+            return set(nics)
+        return set(nics) if changed is None else changed
 
     def _read_irqs(self, root: SysRoot, online: tuple[int, ...],
                    full: bool) -> tuple[InterruptTable, list[Problem]]:

@@ -18,6 +18,7 @@ Attribute numbers: include/uapi/linux/ethtool_netlink.h, Documentation/netlink/s
 from __future__ import annotations
 
 import errno
+import socket
 from typing import Any, Mapping
 
 from nettop.kernel import netlink as nl
@@ -31,7 +32,8 @@ MSG_CHANNELS_GET, MSG_CHANNELS_SET = 17, 18
 MSG_COALESCE_GET, MSG_COALESCE_SET = 19, 20
 
 A_HEADER = 1  # every message's attribute 1
-HEADER_DEV_NAME, HEADER_FLAGS = 2, 3
+HEADER_DEV_INDEX, HEADER_DEV_NAME, HEADER_FLAGS = 1, 2, 3
+MONITOR_GROUP = "monitor"
 FLAG_OMIT_REPLY = 1 << 1
 
 # attribute id -> (CLI name, is a u8 flag)
@@ -267,5 +269,61 @@ class EthtoolNetlink:
                         what=f"features {ifname}")
 
 
-__all__ = ["EthtoolNetlink", "NetlinkError", "bitset_names", "decode", "decode_features", "encode",
+class EthtoolMonitor:
+    """The ethtool family's "monitor" multicast group: the kernel sends a notification
+    naming the device whenever its coalescing, rings, channels, offloads (or link modes,
+    WoL, ...) are changed, through netlink or the old ioctl alike (Linux 5.7+ for
+    coalescing, rings and channels), and before the changing call returns. So a reader
+    that drains this at the start of a tick knows which interfaces' ethtool settings
+    changed since its last tick, whoever changed them, without asking every interface
+    (each ask takes RTNL). Not thread-safe."""
+
+    LOST: None = None  # `changed()`'s answer when notifications were dropped
+
+    def __init__(self, rcvbuf: int | None = None) -> None:
+        try:
+            self._sock = GenlSocket(FAMILY)
+        except NetlinkError as exc:
+            if exc.errno == errno.ENOENT:
+                raise NetlinkError(errno.EOPNOTSUPP, "this kernel has no ethtool netlink family (Linux 5.6+)",
+                                   "ethtool netlink") from None
+            raise
+        try:
+            group = self._sock.groups.get(MONITOR_GROUP)
+            if group is None:
+                raise NetlinkError(errno.EOPNOTSUPP, "the ethtool family has no monitor group", "ethtool monitor")
+            if rcvbuf is not None:  # a test's small buffer, to make the kernel drop notifications
+                self._sock._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self._sock.join(group)
+        except OSError:
+            self._sock.close()
+            raise
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def changed(self) -> set[str] | None:
+        """The names of the devices notified since the last call; None (LOST) when the
+        kernel dropped notifications (the socket's buffer overflowed) or one named no
+        device: then any interface may have changed. Other errors raise OSError."""
+        try:
+            messages = self._sock.pending()
+        except OSError as exc:
+            if exc.errno == errno.ENOBUFS:
+                self._sock.pending()  # what came after the gap: covered by "all" anyway
+                return None
+            raise
+        names: set[str] = set()
+        for m in messages:
+            if m.type != self._sock.family_id:
+                continue
+            head = nl.attrs(m.payload, nl.GENL.size).get(A_HEADER)
+            name = nl.attrs(head).get(HEADER_DEV_NAME) if head is not None else None
+            if name is None:
+                return None
+            names.add(nl.as_str(name))
+        return names
+
+
+__all__ = ["EthtoolMonitor", "EthtoolNetlink", "NetlinkError", "bitset_names", "decode", "decode_features", "encode",
            "encode_features", "header"]

@@ -30,6 +30,8 @@ NLMSGERR_ATTR_MSG, NLMSGERR_ATTR_OFFS = 1, 2
 NETLINK_GENERIC = 16
 GENL_ID_CTRL, CTRL_CMD_GETFAMILY = 0x10, 3
 CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME, CTRL_ATTR_OPS, CTRL_ATTR_OP_ID = 1, 2, 6, 1
+CTRL_ATTR_MCAST_GROUPS, CTRL_ATTR_MCAST_GRP_NAME, CTRL_ATTR_MCAST_GRP_ID = 7, 1, 2
+NETLINK_ADD_MEMBERSHIP = 1
 
 HDR = struct.Struct("=IHHII")
 GENL = struct.Struct("=BBH")
@@ -191,6 +193,29 @@ class NetlinkSocket:
                 if not flags & NLM_F_DUMP and not flags & NLM_F_ACK:
                     return out
 
+    def join(self, group: int) -> None:
+        """Receive the multicast group `group`'s messages on this socket (use it for
+        nothing else then: `request` would skip them as answers to no request)."""
+        self._sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
+
+    def pending(self) -> list[Message]:
+        """The messages queued on the socket now, without waiting. ENOBUFS (OSError)
+        when the kernel dropped some because the socket's buffer was full: what they
+        said is lost, and the queue goes on after the gap."""
+        out: list[Message] = []
+        while True:
+            try:
+                data = memoryview(self._sock.recv(1 << 17, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                return out
+            off = 0
+            while off + HDR.size <= len(data):
+                length, typ, mflags, _seq, _pid = HDR.unpack_from(data, off)
+                if length < HDR.size or off + length > len(data):
+                    raise NetlinkError(errno.EPROTO, None, "truncated netlink message")
+                out.append(Message(typ, mflags, data[off + HDR.size: off + length]))
+                off = (off + length + 3) & ~3
+
 
 class GenlSocket(NetlinkSocket):
     """A generic-netlink socket bound to one family, resolved by name."""
@@ -198,15 +223,16 @@ class GenlSocket(NetlinkSocket):
     def __init__(self, family: str) -> None:
         super().__init__(NETLINK_GENERIC)
         try:
-            self.family_id, self.ops = self._resolve(family)
+            self.family_id, self.ops, self.groups = self._resolve(family)
         except OSError:
             self.close()
             raise
         self.family = family
 
-    def _resolve(self, family: str) -> tuple[int, frozenset[int]]:
-        """The family's id and the commands this kernel implements (so a missing operation
-        is told apart from a device that does not support an existing one)."""
+    def _resolve(self, family: str) -> tuple[int, frozenset[int], dict[str, int]]:
+        """The family's id, the commands this kernel implements (so a missing operation
+        is told apart from a device that does not support an existing one) and its
+        multicast groups by name."""
         body = GENL.pack(CTRL_CMD_GETFAMILY, 1, 0) + attr(CTRL_ATTR_FAMILY_NAME, cstr(family))
         replies = self.request(GENL_ID_CTRL, body, NLM_F_ACK, f"generic netlink family {family}")
         for m in replies:
@@ -219,7 +245,14 @@ class GenlSocket(NetlinkSocket):
                     op_id = attrs(op).get(CTRL_ATTR_OP_ID)
                     if op_id is not None:
                         ids.add(as_int(op_id))
-                return as_int(fid[:2]), frozenset(ids)
+                groups = {}
+                mcast = top.get(CTRL_ATTR_MCAST_GROUPS)
+                for _, grp in attr_list(mcast) if mcast is not None else ():
+                    g = attrs(grp)
+                    name, gid = g.get(CTRL_ATTR_MCAST_GRP_NAME), g.get(CTRL_ATTR_MCAST_GRP_ID)
+                    if name is not None and gid is not None:
+                        groups[as_str(name)] = as_int(gid)
+                return as_int(fid[:2]), frozenset(ids), groups
         raise NetlinkError(errno.ENOENT, None, f"generic netlink family {family}")
 
     def genl(self, cmd: int, body: bytes = b"", flags: int = NLM_F_ACK, version: int = 1,

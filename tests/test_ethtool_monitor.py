@@ -1,0 +1,135 @@
+"""The kernel's ethtool monitor group names the interface whose coalescing, rings,
+channels or offloads someone changed, through netlink or the old ioctl alike; nettop's
+NIC settings rotation asks what it names on the next tick instead of asking every
+interface on screen every tick (nettop/kernel/ethtool_nl.py, collectors/nic_rotation.py).
+Real kernel, real veths."""
+
+from __future__ import annotations
+
+import array
+import time
+
+import pytest
+from lab import run
+
+from nettop.collectors.host import HostReader
+from nettop.collectors.nic_rotation import NicSettingsRotation
+from nettop.kernel.ethtool import Ethtool
+from nettop.kernel.ethtool_nl import EthtoolMonitor
+from nettop.kernel.sysroot import LIVE
+from nettop.model.problems import Problem
+from nettop.model.snapshot import setting_age
+from stepped_clock import SteppedClock
+
+ETHTOOL_SCHANNELS = 0x3D
+
+
+def _monitor(**kw) -> EthtoolMonitor:  # type: ignore[no-untyped-def]
+    try:
+        return EthtoolMonitor(**kw)
+    except OSError as exc:
+        pytest.skip(f"no ethtool monitor here: {exc}")
+
+
+def _set_channels_by_ioctl(ifname: str, rx: int, tx: int) -> None:
+    """ETHTOOL_SCHANNELS, as tools older than ethtool netlink change them."""
+    with Ethtool() as eth:
+        cur = eth.channels(ifname)
+        buf = array.array("I", [ETHTOOL_SCHANNELS, cur["rx-max"], cur["tx-max"], cur["other-max"],
+                                cur["combined-max"], rx, tx, cur["other"], cur["combined"]])
+        eth._ioctl(ifname, buf)
+
+
+def test_the_monitor_names_what_another_tool_changed_by_netlink_or_ioctl_and_nothing_else(veth_lab):
+    ifname = veth_lab.host_if
+    mon = _monitor()
+    try:
+        assert mon.changed() == set()
+        run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])  # ethtool netlink
+        assert mon.changed() == {ifname}  # queued before the tool returned
+        assert mon.changed() == set()
+        _set_channels_by_ioctl(ifname, 3, 3)
+        assert mon.changed() == {ifname}
+        with Ethtool() as eth:
+            assert eth.channels(ifname)["rx"] == 3
+        run(["ethtool", "-K", ifname, "gro", "on"])
+        run(["ethtool", "-K", veth_lab.host_if, "gro", "off"])
+        assert mon.changed() == {ifname}
+        with Ethtool() as eth:  # reading is no change
+            eth.channels(ifname)
+        run(["ethtool", "-k", ifname])
+        assert mon.changed() == set()
+    finally:
+        mon.close()
+
+
+def test_a_monitor_that_overflowed_says_so_and_the_reader_then_asks_every_interface(veth_lab):
+    ifname = veth_lab.host_if
+    mon = _monitor(rcvbuf=1)  # the kernel's smallest buffer: a few notifications fill it
+    try:
+        for k in range(40):
+            run(["ethtool", "-K", ifname, "gro", "on" if k % 2 else "off"])
+        assert mon.changed() is EthtoolMonitor.LOST
+        assert mon.changed() == set()  # the gap is behind it
+    finally:
+        mon.close()
+    with HostReader(LIVE, [ifname, "lo"], on_screen=(), clock=SteppedClock(start=100.0)) as reader:
+        if reader._ethtool is None or reader._ethtool_monitor is None:
+            pytest.skip("no ethtool ioctl socket or monitor")
+        reader._ethtool_monitor.close()
+        reader._ethtool_monitor = _monitor(rcvbuf=1)
+        reader.read()
+        reader.read()
+        assert reader._nic_settings.asked <= 1  # rotation only
+        for k in range(40):
+            run(["ethtool", "-K", ifname, "gro", "on" if k % 2 else "off"])
+        snap = reader.read()
+        assert reader._nic_settings.asked == len(snap.devices)  # told nothing reliable: all
+        assert setting_age(snap.t_mono, snap.devices[ifname].read_at) == 0.0
+
+
+def test_the_rotation_asks_what_the_monitor_names_on_screen_or_not_and_the_rest_in_turn():
+    asked: list[str] = []
+
+    def read_one(name: str) -> tuple[dict[str, int], None, None, list[Problem]]:
+        asked.append(name)
+        return {"rx-usecs": len(asked)}, None, None, []
+
+    rot = NicSettingsRotation(period_s=10.0)
+    links = {f"v{i}": i for i in range(20)}
+    on_screen = {"v0", "v1"}.__contains__
+    rot.read(1.0, links, on_screen, read_one, changed=set())
+    assert sorted(asked) == sorted(links)  # the first tick asks all
+    seen = {n: 1.0 for n in links}
+    for tick in range(2, 30):
+        asked.clear()
+        changed = {"v9"} if tick == 5 else {"v1", "gone"} if tick == 7 else set()
+        got = rot.read(float(tick), links, on_screen, read_one, changed=changed)
+        assert set(changed) & set(links) <= set(asked)
+        assert len(asked) <= 2 + len(changed)  # 20 in rotation over 10 ticks, plus what changed
+        for n in asked:
+            seen[n] = float(tick)
+        assert all(got[n].read_at == seen[n] and tick - seen[n] <= 10.0 for n in links)
+    asked.clear()
+    rot.read(30.0, links, on_screen, read_one, changed=set(links))  # the monitor lost some
+    assert sorted(asked) == sorted(links)
+    asked.clear()
+    rot.read(31.0, links, on_screen, read_one)  # no monitor: on screen every tick
+    assert {"v0", "v1"} <= set(asked)
+
+
+def test_a_reader_with_the_monitor_shows_another_tools_change_on_the_next_tick(veth_lab):
+    """Off screen too, and without asking the interface on ticks where nothing changed."""
+    ifname = veth_lab.host_if
+    with HostReader(LIVE, [ifname], on_screen=(), settings_period_s=60.0) as reader:
+        if reader._ethtool is None or reader._ethtool_monitor is None:
+            pytest.skip("no ethtool ioctl socket or monitor")
+        first = reader.read()
+        assert first.devices[ifname].channels["rx"] == 4
+        time.sleep(0.2)
+        quiet = reader.read()
+        assert reader._nic_settings.asked == 0 and setting_age(quiet.t_mono, quiet.devices[ifname].read_at) > 0
+        run(["ethtool", "-L", ifname, "rx", "2", "tx", "2"])
+        snap = reader.read()
+        assert snap.devices[ifname].channels["rx"] == 2
+        assert setting_age(snap.t_mono, snap.devices[ifname].read_at) == 0.0
