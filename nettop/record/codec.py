@@ -1014,8 +1014,12 @@ def _planes_of(raw: bytes, n: int) -> bytes:
     the byte length of the largest value."""
     planes = [raw[k::8].rstrip(b"\x00") for k in range(8)]
     width = max((k + 1 for k in range(8) if planes[k]), default=1)
-    head = struct.pack(f"<BI{width}I", width, n, *(len(p) for p in planes[:width]))
-    return head + b"".join(planes[:width])
+    return _plane_blob(planes[:width], n)
+
+
+def _plane_blob(planes: list[bytes], n: int) -> bytes:
+    """Format 2's payload: the width (how many planes), n, each plane's length, the planes."""
+    return struct.pack(f"<BI{len(planes)}I", len(planes), n, *map(len, planes)) + b"".join(planes)
 
 
 def _planes_of_words(z: Any, n: int) -> bytes:
@@ -1033,8 +1037,7 @@ def _planes_of_words(z: Any, n: int) -> bytes:
         moved = cols[::-1, k] != 0  # from the end: argmax stops at the first True
         last = int(moved.argmax()) if m else 0
         planes.append(cols[:m - last, k].tobytes() if m and moved[last] else b"")
-    head = struct.pack(f"<BI{width}I", width, n, *map(len, planes))
-    return head + b"".join(planes)
+    return _plane_blob(planes, n)
 
 
 def _lane_bytes(kind: int, data: bytes) -> tuple[bytearray, int]:
