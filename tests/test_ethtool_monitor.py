@@ -133,3 +133,35 @@ def test_a_reader_with_the_monitor_shows_another_tools_change_on_the_next_tick(v
         snap = reader.read()
         assert snap.devices[ifname].channels["rx"] == 2
         assert setting_age(snap.t_mono, snap.devices[ifname].read_at) == 0.0
+
+
+def _queues(snap, ifname: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    kinds = [q.kind for q in snap.devices[ifname].queues]
+    return kinds.count("rx"), kinds.count("tx")
+
+
+@pytest.mark.parametrize("monitor", [True, False], ids=["monitor", "no-monitor"])
+def test_queue_listings_are_kept_until_the_directory_or_the_monitor_says_they_changed(veth_lab, monitor):
+    """kernfs counts a directory's subdirectories in its links, so a queue added or
+    removed changes the stat; a swap of rx for tx queues at the same count does not, and
+    only the monitor tells it. Without a monitor the live kernel is listed every tick."""
+    ifname = veth_lab.host_if
+    with HostReader(LIVE, [ifname], settings_period_s=60.0) as reader:
+        if reader._ethtool_monitor is None:
+            pytest.skip("no ethtool monitor (Linux 5.7+)")
+        if not monitor:
+            reader._ethtool_monitor.close()
+            reader._ethtool_monitor = None
+        assert _queues(reader.read(), ifname) == (4, 4)
+        listed = reader._listings.listed
+        for _ in range(3):
+            assert _queues(reader.read(), ifname) == (4, 4)
+        assert reader._listings.listed == (listed if monitor else 0)  # without: never kept
+        run(["ethtool", "-L", ifname, "rx", "3", "tx", "1"])  # fewer queues: another stat
+        assert _queues(reader.read(), ifname) == (3, 1)
+        run(["ethtool", "-L", ifname, "rx", "1", "tx", "3"])  # as many: the same stat
+        assert _queues(reader.read(), ifname) == (1, 3)
+        if monitor:
+            listed = reader._listings.listed
+            reader.read()
+            assert reader._listings.listed == listed

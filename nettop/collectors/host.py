@@ -110,6 +110,7 @@ class HostReader:
         self._rtnl = None
         self._ethtool = None
         self._ethtool_monitor = None  # says which interfaces' ethtool settings changed (live)
+        self._listings = queue_config.KeptListings()  # queue listings kept across ticks
         self.host = self._read_host()
         self.kernel = self._read_kernel()
         if root.live:
@@ -181,10 +182,21 @@ class HostReader:
             self.settings_changed(*self.settings_notices())
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread
         online = take(cpus.read_online_cpus(root, self._files))
-        listings: queue_config.QueueListings = {}  # this tick's, for every reader that lists queues
+        # the interfaces whose ethtool settings (channels among them) changed since the
+        # last tick, as the kernel's monitor tells; None: all may have (it dropped some)
+        watched, ethtool_changed = self._ethtool_changes()
+        listings = queue_config.QueueListings()  # this tick's, for every reader that lists queues
+        if watched or not root.live:
+            # kept from tick to tick while each directory's stat says the same and the
+            # monitor names no channels change (a live kernel without one: listed every tick)
+            listings.kept = self._listings
+            if ethtool_changed is None:
+                self._listings.forget()
+            self._listings.dirty = ethtool_changed or set()
         missed: dict[str, int] = {}  # ring overflows from the link dump (live), for the tuning read
         link_map = take(interfaces.read_links(root, self._rtnl, listings, missed, self._speeds, t_mono))
         index_names = {link.ifindex: name for name, link in link_map.items()}
+        self._listings.keep_only(link_map)  # interfaces gone: their listings too
         if self.only is not None:
             link_map = {k: v for k, v in link_map.items() if k in self.only}
         names = sorted(link_map)
@@ -253,7 +265,8 @@ class HostReader:
             eth = self._nic_settings.read(t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__,
                                           lambda n: nic_settings.read_nic_settings(ethtool, n),
                                           self._tuning.features if root.live else None,
-                                          self._ethtool_changes(nics))
+                                          (set(nics) if ethtool_changed is None else ethtool_changed)
+                                          if watched else None)
         devices = {n: self._device_config(link_map[n], settings.queues[n], settings.bql[n], eth.get(n), problems)
                    for n in nics}
         if root.live:
@@ -295,20 +308,20 @@ class HostReader:
 
     # --- helpers -----------------------------------------------------------------------
 
-    def _ethtool_changes(self, nics: list[str]) -> set[str] | None:
-        """The interfaces whose ethtool settings the kernel says changed since the last
-        tick (all when it dropped notifications); None without a monitor. A monitor that
-        fails is closed and this tick asks every interface."""
+    def _ethtool_changes(self) -> tuple[bool, set[str] | None]:
+        """(whether a monitor watches, the interfaces whose ethtool settings the kernel
+        says changed since the last tick, None for all when it dropped notifications).
+        A monitor that fails is closed: this tick takes all as changed, the next ones
+        are read as without a monitor."""
         monitor = self._ethtool_monitor
         if monitor is None:
-            return None
+            return False, set()
         try:
-            changed = monitor.changed()
+            return True, monitor.changed()
         except OSError:
             self._ethtool_monitor = None
             monitor.close()
-            return set(nics)
-        return set(nics) if changed is None else changed
+            return True, None
 
     def _read_irqs(self, root: SysRoot, online: tuple[int, ...],
                    full: bool) -> tuple[InterruptTable, list[Problem]]:

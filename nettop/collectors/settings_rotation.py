@@ -24,9 +24,10 @@ reading all of them every tick was most of the sampler's opens on a big host. So
 
 Each value keeps the monotonic time of the tick that read it (`read_at`, equal to the
 snapshot's `t_mono` when read this tick), so the screen and the JSON can say how old a
-setting is when it is not from this tick. Queue listings
-(one listdir per interface) are still taken every tick: a queue that appears or goes is
-a change in itself. Not thread-safe except `notice`, which any thread may call.
+setting is when it is not from this tick. Which queues exist is known every tick: a
+queue that appears or goes is a change in itself (the tick's listings, kept from tick to
+tick while unchanged: queue_config.KeptListings). Not thread-safe except `notice`, which
+any thread may call.
 """
 
 from __future__ import annotations
