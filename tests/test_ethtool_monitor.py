@@ -13,11 +13,9 @@ import pytest
 from lab import run
 
 from nettop.collectors.host import HostReader
-from nettop.collectors.nic_rotation import NicSettingsRotation
 from nettop.kernel.ethtool import Ethtool
 from nettop.kernel.ethtool_nl import EthtoolMonitor
 from nettop.kernel.sysroot import LIVE
-from nettop.model.problems import Problem
 from nettop.model.snapshot import setting_age
 from stepped_clock import SteppedClock
 
@@ -86,36 +84,6 @@ def test_a_monitor_that_overflowed_says_so_and_the_reader_then_asks_every_interf
         snap = reader.read()
         assert reader._nic_settings.asked == len(snap.devices)  # told nothing reliable: all
         assert setting_age(snap.t_mono, snap.devices[ifname].read_at) == 0.0
-
-
-def test_the_rotation_asks_what_the_monitor_names_on_screen_or_not_and_the_rest_in_turn():
-    asked: list[str] = []
-
-    def read_one(name: str) -> tuple[dict[str, int], None, None, list[Problem]]:
-        asked.append(name)
-        return {"rx-usecs": len(asked)}, None, None, []
-
-    rot = NicSettingsRotation(period_s=10.0)
-    links = {f"v{i}": i for i in range(20)}
-    on_screen = {"v0", "v1"}.__contains__
-    rot.read(1.0, links, on_screen, read_one, changed=set())
-    assert sorted(asked) == sorted(links)  # the first tick asks all
-    seen = {n: 1.0 for n in links}
-    for tick in range(2, 30):
-        asked.clear()
-        changed = {"v9"} if tick == 5 else {"v1", "gone"} if tick == 7 else set()
-        got = rot.read(float(tick), links, on_screen, read_one, changed=changed)
-        assert set(changed) & set(links) <= set(asked)
-        assert len(asked) <= 2 + len(changed)  # 20 in rotation over 10 ticks, plus what changed
-        for n in asked:
-            seen[n] = float(tick)
-        assert all(got[n].read_at == seen[n] and tick - seen[n] <= 10.0 for n in links)
-    asked.clear()
-    rot.read(30.0, links, on_screen, read_one, changed=set(links))  # the monitor lost some
-    assert sorted(asked) == sorted(links)
-    asked.clear()
-    rot.read(31.0, links, on_screen, read_one)  # no monitor: on screen every tick
-    assert {"v0", "v1"} <= set(asked)
 
 
 def test_a_reader_with_the_monitor_shows_another_tools_change_on_the_next_tick(veth_lab):

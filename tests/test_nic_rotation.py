@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Callable
 
 import pytest
 from lab import can_build_lab, run, veth_lab
@@ -25,13 +26,19 @@ from nettop.output.snapshot_json import build_document
 from stepped_clock import SteppedClock
 
 
-def test_rotation_asks_new_and_on_screen_every_tick_the_rest_within_the_period_and_forgets_the_gone():
+def _counting_reader() -> tuple[list[str], Callable[[str], tuple[dict[str, int], None, None, list[Problem]]]]:
+    """(the interfaces asked, in order; a `read_one` that records them and answers a
+    coalescing value that changes with every ask)."""
     asked: list[str] = []
 
     def read_one(name: str) -> tuple[dict[str, int], None, None, list[Problem]]:
         asked.append(name)
         return {"rx-usecs": len(asked)}, None, None, []
+    return asked, read_one
 
+
+def test_rotation_asks_new_and_on_screen_every_tick_the_rest_within_the_period_and_forgets_the_gone():
+    asked, read_one = _counting_reader()
     rot = NicSettingsRotation(period_s=10.0)
     links = {f"v{i}": i for i in range(20)}
     got = rot.read(1.0, links, {"v0"}.__contains__, read_one)
@@ -54,6 +61,34 @@ def test_rotation_asks_new_and_on_screen_every_tick_the_rest_within_the_period_a
     got = rot.read(40.0, links, {"v0"}.__contains__, read_one)
     assert {"v0", "v7", "v5"} <= set(asked) and got["v7"].read_at == got["v5"].read_at == 40.0
     assert "v3" not in got and len(rot._last) == len(links)
+
+
+def test_the_rotation_asks_what_the_monitor_names_on_screen_or_not_and_the_rest_in_turn():
+    """With the kernel's ethtool monitor (`changed`): what it names, on screen or not, and
+    every interface within the period; all when it lost some; without it (None) the
+    interfaces on screen every tick."""
+    asked, read_one = _counting_reader()
+    rot = NicSettingsRotation(period_s=10.0)
+    links = {f"v{i}": i for i in range(20)}
+    on_screen = {"v0", "v1"}.__contains__
+    rot.read(1.0, links, on_screen, read_one, changed=set())
+    assert sorted(asked) == sorted(links)  # the first tick asks all
+    seen = {n: 1.0 for n in links}
+    for tick in range(2, 30):
+        asked.clear()
+        changed = {"v9"} if tick == 5 else {"v1", "gone"} if tick == 7 else set()
+        got = rot.read(float(tick), links, on_screen, read_one, changed=changed)
+        assert set(changed) & set(links) <= set(asked)
+        assert len(asked) <= 2 + len(changed)  # 20 in rotation over 10 ticks, plus what changed
+        for n in asked:
+            seen[n] = float(tick)
+        assert all(got[n].read_at == seen[n] and tick - seen[n] <= 10.0 for n in links)
+    asked.clear()
+    rot.read(30.0, links, on_screen, read_one, changed=set(links))  # the monitor lost some
+    assert sorted(asked) == sorted(links)
+    asked.clear()
+    rot.read(31.0, links, on_screen, read_one)  # no monitor: on screen every tick
+    assert {"v0", "v1"} <= set(asked)
 
 
 def _channels(reader: HostReader, ifname: str) -> tuple[int | None, float, float]:

@@ -179,18 +179,23 @@ _FEATURES_SEEN_MAX = 64
 # --- the socket ----------------------------------------------------------------------------
 
 
+def _family_socket() -> GenlSocket:
+    """A socket of the ethtool genetlink family; EOPNOTSUPP on a kernel without it."""
+    try:
+        return GenlSocket(FAMILY)
+    except NetlinkError as exc:
+        if exc.errno == errno.ENOENT:
+            raise NetlinkError(errno.EOPNOTSUPP, "this kernel has no ethtool netlink family (Linux 5.6+)",
+                               "ethtool netlink") from None
+        raise
+
+
 class EthtoolNetlink:
     """One ethtool genetlink socket. Errors are `NetlinkError` (an OSError) with the
     kernel's extack text in `.extack`; a missing interface is ENODEV."""
 
     def __init__(self) -> None:
-        try:
-            self._sock = GenlSocket(FAMILY)
-        except NetlinkError as exc:
-            if exc.errno == errno.ENOENT:
-                raise NetlinkError(errno.EOPNOTSUPP, "this kernel has no ethtool netlink family (Linux 5.6+)",
-                                   "ethtool netlink") from None
-            raise
+        self._sock = _family_socket()
         self._features_seen: dict[tuple[bytes | None, ...], dict[str, bool]] = {}
 
     def close(self) -> None:
@@ -281,13 +286,7 @@ class EthtoolMonitor:
     LOST: None = None  # `changed()`'s answer when notifications were dropped
 
     def __init__(self, rcvbuf: int | None = None) -> None:
-        try:
-            self._sock = GenlSocket(FAMILY)
-        except NetlinkError as exc:
-            if exc.errno == errno.ENOENT:
-                raise NetlinkError(errno.EOPNOTSUPP, "this kernel has no ethtool netlink family (Linux 5.6+)",
-                                   "ethtool netlink") from None
-            raise
+        self._sock = _family_socket()
         try:
             group = self._sock.groups.get(MONITOR_GROUP)
             if group is None:
