@@ -118,25 +118,16 @@ class HeldDir:
     Opening "rx-5/rps_cpus" at a held fd of /sys/class/net/IF/queues walks two path
     components; the full path walks eight, one of them a symlink into /sys/devices/...
     (on this machine's sysfs ~30 % of a settings file's cost: benchmarks/settings_files.py).
-    The directory may go and come back under the same
+    One fd per directory, not per file. The directory may go and come back under the same
     path (an interface removed and re-created, moved between namespaces, a driver reload):
     when a file is not found through the held fd, the path is looked up once (at most once
     per `begin`, a read pass) and, if it names another directory now (device and inode),
     that one is held and the file looked up again there; so a file that is really absent
-    costs one stat per pass, not one per file.
-
-    On the live kernel a file read in two passes in a row (what is on screen: read every
-    tick) is also held open and read again from offset 0, which makes sysfs and procfs
-    show it afresh: one `pread` instead of open, read and close (~1.6 against ~9 µs
-    here). It is closed once a pass goes by without reading it, so the files held are
-    at most those the last pass read; a rotation that reads each file once a period
-    holds none of its own. A held file whose attribute went (its interface or IRQ
-    removed) fails its read (ENODEV, EIO) and is then opened afresh by name, which
-    answers as if it had never been held. Not thread-safe; `close` when done (also
+    costs one stat per pass, not one per file. Not thread-safe; `close` when done (also
     closed when dropped).
     """
 
-    __slots__ = ("path", "_fd", "_id", "_checked", "_error", "_hold", "_pass", "_held", "_seen")
+    __slots__ = ("path", "_fd", "_id", "_checked", "_error")
 
     def __init__(self, root: SysRoot, rel: str) -> None:
         self.path = root.join(rel)
@@ -144,61 +135,25 @@ class HeldDir:
         self._id = (0, 0)  # (st_dev, st_ino) of the held directory
         self._checked = False  # the path was looked up in this pass
         self._error: OSError | None = None  # why it could not be opened in this pass
-        # kernfs and procfs answer a held file's removal with an error; a tree's file
-        # replaced or unlinked would go on giving its old bytes, so only the live kernel
-        self._hold = root.live
-        self._pass = 0
-        self._held: dict[str, int] = {}  # name -> descriptor held open
-        self._seen: dict[str, int] = {}  # name -> the last pass that read it (held or not)
 
     def begin(self) -> None:
-        """Start a read pass: a missing file may re-open the directory once again; a held
-        file the last pass did not read is closed."""
+        """Start a read pass: a missing file may re-open the directory once again."""
         self._checked = False
         self._error = None
-        if not self._hold:
-            return
-        self._pass += 1
-        last = self._pass - 1
-        seen = self._seen
-        if len(seen) > 0:
-            self._seen = {n: p for n, p in seen.items() if p >= last}
-            if self._held and len(self._seen) < len(seen):
-                for name in [n for n in self._held if n not in self._seen]:
-                    os.close(self._held.pop(name))
 
     def read(self, name: str) -> bytes:
         """Bytes of the file `name` (relative to the directory; one read of up to 64 KiB,
         what a sysfs/procfs attribute gives); raises OSError as the kernel reports it."""
-        if self._hold:
-            fd = self._held.get(name)
-            if fd is not None:
-                try:
-                    data = os.pread(fd, 65536, 0)
-                except OSError:  # gone (or failing now): asked afresh by name below
-                    del self._held[name]
-                    os.close(fd)
-                else:
-                    self._seen[name] = self._pass
-                    return data
         try:
             fd = os.open(name, _FILE, dir_fd=self._fd if self._fd >= 0 else self._open())
         except FileNotFoundError:
             if self._checked or not self._replaced():
                 raise
             fd = os.open(name, _FILE, dir_fd=self._fd)
-        keep = False
         try:
-            data = os.read(fd, 65536)
-            if self._hold:
-                keep = self._seen.get(name, -2) == self._pass - 1  # read in the last pass too
-                self._seen[name] = self._pass
-                if keep:
-                    self._held[name] = fd
-            return data
+            return os.read(fd, 65536)
         finally:
-            if not keep:
-                os.close(fd)
+            os.close(fd)
 
     def exists(self, name: str) -> bool:
         """Whether `name` is there relative to the directory (after a `read` of this pass)."""
@@ -233,15 +188,7 @@ class HeldDir:
         self._open()
         return True
 
-    @property
-    def held(self) -> int:
-        """Files held open now (a test's and benchmark's figure)."""
-        return len(self._held)
-
     def close(self) -> None:
-        held, self._held, self._seen = self._held, {}, {}
-        for fd in held.values():
-            os.close(fd)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
