@@ -132,6 +132,18 @@ def parse_error(payload: memoryview, flags: int) -> tuple[int, str | None]:
     return code, extack
 
 
+def _walk(data: memoryview, what: str = "") -> Iterator[tuple[int, int, int, memoryview]]:
+    """(type, flags, seq, payload) of each message in one datagram, in order; a length
+    that runs past the datagram raises NetlinkError (EPROTO)."""
+    off = 0
+    while off + HDR.size <= len(data):
+        length, typ, mflags, mseq, _pid = HDR.unpack_from(data, off)
+        if length < HDR.size or off + length > len(data):
+            raise NetlinkError(errno.EPROTO, None, what or "truncated netlink message")
+        yield typ, mflags, mseq, data[off + HDR.size: off + length]
+        off = (off + length + 3) & ~3
+
+
 class NetlinkSocket:
     """One netlink socket kept open across requests; not thread-safe (one owner thread)."""
 
@@ -171,15 +183,7 @@ class NetlinkSocket:
         self._sock.send(HDR.pack(HDR.size + len(body), msg_type, NLM_F_REQUEST | flags, seq, 0) + body)
         out: list[Message] = []
         while True:
-            data = memoryview(self._sock.recv(1 << 17))
-            off = 0
-            while off + HDR.size <= len(data):
-                length, typ, mflags, mseq, _pid = HDR.unpack_from(data, off)
-                if length < HDR.size or off + length > len(data):
-                    raise NetlinkError(errno.EPROTO, None, what or "truncated netlink reply")
-                end = off + length
-                payload = data[off + HDR.size: end]
-                off = (end + 3) & ~3
+            for typ, mflags, mseq, payload in _walk(memoryview(self._sock.recv(1 << 17)), what):
                 if mseq != seq:
                     continue  # a late answer to an earlier request
                 if typ == NLMSG_ERROR or typ == NLMSG_DONE:
@@ -208,13 +212,7 @@ class NetlinkSocket:
                 data = memoryview(self._sock.recv(1 << 17, socket.MSG_DONTWAIT))
             except BlockingIOError:
                 return out
-            off = 0
-            while off + HDR.size <= len(data):
-                length, typ, mflags, _seq, _pid = HDR.unpack_from(data, off)
-                if length < HDR.size or off + length > len(data):
-                    raise NetlinkError(errno.EPROTO, None, "truncated netlink message")
-                out.append(Message(typ, mflags, data[off + HDR.size: off + length]))
-                off = (off + length + 3) & ~3
+            out.extend(Message(typ, mflags, payload) for typ, mflags, _seq, payload in _walk(data))
 
 
 class GenlSocket(NetlinkSocket):
