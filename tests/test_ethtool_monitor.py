@@ -86,6 +86,31 @@ def test_a_monitor_that_overflowed_says_so_and_the_reader_then_asks_every_interf
         assert setting_age(snap.t_mono, snap.devices[ifname].read_at) == 0.0
 
 
+def test_a_monitor_overflowing_again_while_it_drains_stays_open_and_says_lost(veth_lab):
+    """The kernel can fill the buffer again between our drain's reads (a storm of
+    changes); the real socket cannot be timed into that, so its `pending` raises ENOBUFS
+    three times in a row here, as the socket would, then drains."""
+    import errno
+
+    mon = _monitor()
+    real_pending, calls = mon._sock.pending, []
+
+    def storm():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) <= 3:
+            raise OSError(errno.ENOBUFS, "No buffer space available")
+        return real_pending()
+
+    try:
+        mon._sock.pending = storm  # type: ignore[method-assign]
+        assert mon.changed() is EthtoolMonitor.LOST
+        assert len(calls) == 4
+        run(["ethtool", "-K", veth_lab.host_if, "gro", "on"])
+        assert mon.changed() == {veth_lab.host_if}  # still open, still told
+    finally:
+        mon.close()
+
+
 def test_a_reader_with_the_monitor_shows_another_tools_change_on_the_next_tick(veth_lab):
     """Off screen too, and without asking the interface on ticks where nothing changed."""
     ifname = veth_lab.host_if

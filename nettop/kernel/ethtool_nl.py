@@ -308,10 +308,10 @@ class EthtoolMonitor:
         try:
             messages = self._sock.pending()
         except OSError as exc:
-            if exc.errno == errno.ENOBUFS:
-                self._sock.pending()  # what came after the gap: covered by "all" anyway
-                return None
-            raise
+            if exc.errno != errno.ENOBUFS:
+                raise
+            self._drain()
+            return None
         names: set[str] = set()
         for m in messages:
             if m.type != self._sock.family_id:
@@ -322,6 +322,19 @@ class EthtoolMonitor:
                 return None
             names.add(nl.as_str(name))
         return names
+
+    def _drain(self) -> None:
+        """Empty the queue after a loss; what it holds is covered by "all" anyway. The
+        kernel may overflow the buffer again while we drain (a storm of changes): each
+        ENOBUFS is one more gap in what "all" already covers, so drain on, a bounded
+        number of times, rather than let the error close the monitor."""
+        for _ in range(64):
+            try:
+                self._sock.pending()
+                return
+            except OSError as exc:
+                if exc.errno != errno.ENOBUFS:
+                    raise
 
 
 __all__ = ["EthtoolMonitor", "EthtoolNetlink", "NetlinkError", "bitset_names", "decode", "decode_features", "encode",
