@@ -398,3 +398,72 @@ def test_closing_the_reader_closes_the_held_settings_directories(tmp_path):
     assert any(p.endswith("/queues") for p in held()) and any(p.endswith("/proc/irq") for p in held())
     reader.close()
     assert held() == []
+
+
+def _held_files(prefix: str) -> int:
+    """Files (not the held directories) this process has open under `prefix`."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        n += target.startswith(prefix) and not os.path.isdir(target)
+    return n
+
+
+def test_on_screen_settings_files_are_held_open_and_let_go_when_the_interface_leaves_the_screen(veth_lab):
+    """The settings read every tick because they are on screen are held open (one pread a
+    tick instead of open, read, close) and still show another tool's change on the next
+    tick; the rotation holds none; an interface off screen lets its files go on the next
+    tick, and the descriptors held are those of the screen, never more as ticks go by."""
+    ifname = veth_lab.host_if
+
+    def held_files() -> int:
+        return _held_files(f"/sys/devices/virtual/net/{ifname}/queues/")
+
+    with HostReader(LIVE, [ifname], on_screen=()) as reader:
+        for _ in range(5):
+            reader.read()
+        assert held_files() == 0  # the rotation's reads hold nothing
+        reader.on_screen = frozenset([ifname])
+        for _ in range(3):
+            reader.read()
+        # 4 rx queues x (rps_cpus, rps_flow_cnt) + 4 tx x (xps_cpus, xps_rxqs); veth has no BQL
+        assert not os.path.exists(f"/sys/class/net/{ifname}/queues/tx-0/byte_queue_limits")
+        assert held_files() == 4 * 2 + 4 * 2
+        _tee(f"/sys/class/net/{ifname}/queues/rx-2/rps_cpus", "2\n")
+        assert _rps(reader.read(), ifname, 2) == ("2", 0.0)
+        for _ in range(5):
+            reader.read()
+        assert held_files() == 16
+        reader.screen_queues = {ifname: frozenset([("rx", 0), ("tx", 0)])}  # two rows drawn
+        reader.read()
+        reader.read()
+        assert held_files() == 2 + 2
+        reader.on_screen = frozenset()
+        reader.read()
+        assert held_files() == 0
+    assert held_files() == 0
+
+
+def test_the_irqs_and_bql_of_a_real_nic_on_screen_are_held_and_let_go():
+    """eth0 here (virtio_net, MSI-X, BQL), only read: its IRQs' four /proc/irq files and
+    its tx queues' BQL files are held while it is on screen, and let go after."""
+    if not os.path.exists("/sys/class/net/eth0/queues/tx-0/byte_queue_limits"):
+        pytest.skip("no eth0 with BQL on this machine")
+
+    with HostReader(LIVE, ["eth0"], on_screen=["eth0"]) as reader:
+        for _ in range(3):
+            snap = reader.read()
+        irqs = {i for q in snap.queue_maps["eth0"].queues for i in q.irqs} | set(snap.queue_maps["eth0"].other_irqs)
+        if not irqs:
+            pytest.skip("eth0 has no IRQs here")
+        assert _held_files("/proc/irq/") == 4 * len(irqs)
+        tx = sum(1 for q in snap.devices["eth0"].queues if q.kind == "tx")
+        queues = os.path.realpath("/sys/class/net/eth0/queues") + "/"
+        assert _held_files(queues) >= tx * 4  # the four BQL files of each tx queue, at least
+        reader.on_screen = frozenset()
+        reader.read()
+        reader.read()
+        assert _held_files("/proc/irq/") == 0 and _held_files(queues) == 0

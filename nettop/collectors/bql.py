@@ -58,12 +58,12 @@ def read_bql(root: SysRoot, ifname: str) -> tuple[tuple[BqlState, ...], list[Pro
 
 def read_bql_queue(root: SysRoot, ifname: str, index: int, problems: list[Problem],
                    read_at: float | None = None,
-                   files: QueueFiles | None = None) -> tuple[BqlState | None, bool]:
+                   files: QueueFiles | None = None, hold: bool = False) -> tuple[BqlState | None, bool]:
     """(BqlState of tx queue `index` stamped `read_at`, or None; True when it has no
     byte_queue_limits directory: the device has no BQL, or the queue went away since the
     listing). `files`: the interface's held queues directory and last values (the
     settings rotation's); four files whose bytes are those of the last read are not
-    parsed again."""
+    parsed again; `hold`: the queue is read every tick (on screen), its files kept open."""
     qf = QueueFiles(root, ifname) if files is None else files
     held = qf.dir
     if files is None:
@@ -73,7 +73,7 @@ def read_bql_queue(root: SysRoot, ifname: str, index: int, problems: list[Proble
         got: list[bytes] = []
         for name in FIELDS:
             try:
-                got.append(held.read(sub + name))
+                got.append(held.read(sub + name, hold))
             except OSError as exc:
                 if exc.errno == errno.ENOENT and not got and not held.exists(sub):
                     return None, True

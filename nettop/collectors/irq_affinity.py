@@ -24,13 +24,13 @@ from __future__ import annotations
 import errno
 import os
 from functools import lru_cache
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Collection, Iterable, TypeVar
 
 from nettop.collectors.cpus import parse_cpu_list, parse_cpu_mask
 from nettop.collectors.numbers import MAX_NODES, signed_decimal
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import IrqAffinity
-from nettop.kernel.sysroot import HeldDir, SysRoot
+from nettop.kernel.sysroot import HeldDir, HoldBudget, SysRoot
 
 # A file that is simply not provided: effective_affinity_list without
 # CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK, node without CONFIG_NUMA.
@@ -116,8 +116,8 @@ class IrqFiles:
 
     __slots__ = ("dir", "names", "last")
 
-    def __init__(self, root: SysRoot) -> None:
-        self.dir = HeldDir(root, "proc/irq")
+    def __init__(self, root: SysRoot, budget: HoldBudget | None = None) -> None:
+        self.dir = HeldDir(root, "proc/irq", budget)
         self.names: dict[int, tuple[str, str, str, str]] = {}
         # irq -> (the four files' bytes, (affinity, effective, hint, node) parsed of them)
         self.last: dict[int, tuple[tuple[bytes | None, ...], tuple]] = {}
@@ -134,12 +134,13 @@ class IrqFiles:
 
 def read_irq_affinity(
     root: SysRoot, irqs: Iterable[int], managed: Callable[[int], bool | None] | None = None,
-    read_at: float | None = None, files: IrqFiles | None = None,
+    read_at: float | None = None, files: IrqFiles | None = None, hold: Collection[int] = (),
 ) -> tuple[dict[int, IrqAffinity], list[Problem]]:
     """IrqAffinity of each IRQ in `irqs` that still exists (stamped `read_at`), plus what
     could not be read. `managed(irq)` says whether the IRQ is unmovable (a
     `ManagedCache`), when given; `files`: the held /proc/irq and last values (the
-    settings rotation's)."""
+    settings rotation's); `hold`: the IRQs read every tick (on screen), whose files
+    `files` keeps open."""
     out: dict[int, IrqAffinity] = {}
     problems: list[Problem] = []
     own = files is None
@@ -154,15 +155,16 @@ def read_irq_affinity(
                 n = names[irq] = (f"{irq}/smp_affinity_list", f"{irq}/effective_affinity_list",
                                   f"{irq}/affinity_hint", f"{irq}/node")
             told = len(problems)
+            keep = irq in hold
             try:
-                first: bytes | None = held.read(n[0])
+                first: bytes | None = held.read(n[0], keep)
             except OSError as exc:
                 if exc.errno == errno.ENOENT:
                     continue  # the IRQ vanished since it was mapped
                 problems.append(from_oserror(f"/proc/irq/{n[0]}", exc))
                 first = _FAILED
-            raw = (first, _bytes(held, n[1], problems), _bytes(held, n[2], problems),
-                   _bytes(held, n[3], problems))
+            raw = (first, _bytes(held, n[1], problems, keep), _bytes(held, n[2], problems, keep),
+                   _bytes(held, n[3], problems, keep))
             prev = last.get(irq)
             if prev is not None and prev[0] == raw:
                 parsed = prev[1]  # the same bytes: the same values, read again now
@@ -189,9 +191,9 @@ class _Failed:
 _FAILED: Any = _Failed()
 
 
-def _bytes(held: HeldDir, name: str, problems: list[Problem]) -> bytes | None:
+def _bytes(held: HeldDir, name: str, problems: list[Problem], hold: bool = False) -> bytes | None:
     try:
-        return held.read(name)
+        return held.read(name, hold)
     except OSError as exc:
         if exc.errno in _ABSENT:
             return None

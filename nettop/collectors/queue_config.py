@@ -21,12 +21,12 @@ import errno
 import functools
 import os
 import re
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem, from_oserror
 from nettop.model.snapshot import BqlState, QueueConfig
-from nettop.kernel.sysroot import HeldDir, SysRoot
+from nettop.kernel.sysroot import HeldDir, HoldBudget, SysRoot
 
 _QUEUE_DIR = re.compile(r"(rx|tx)-(\d{1,6})", re.ASCII)
 _NOT_THERE = frozenset({errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP})
@@ -160,8 +160,8 @@ class QueueFiles:
 
     __slots__ = ("dir", "names", "cfg", "bql")
 
-    def __init__(self, root: SysRoot, ifname: str) -> None:
-        self.dir = HeldDir(root, f"sys/class/net/{ifname}/queues")
+    def __init__(self, root: SysRoot, ifname: str, budget: HoldBudget | None = None) -> None:
+        self.dir = HeldDir(root, f"sys/class/net/{ifname}/queues", budget)
         self.names: dict[tuple[str, int], tuple[str, str]] = {}
         # (kind, index) -> (mask bytes, other bytes, the QueueConfig made of them)
         self.cfg: dict[tuple[str, int], tuple[bytes | None, bytes | None, QueueConfig]] = {}
@@ -175,10 +175,12 @@ class QueueFiles:
 def read_queues(
     root: SysRoot, ifname: str, queues: list[tuple[str, int]], problems: list[Problem] | None = None,
     read_at: float | None = None, files: QueueFiles | None = None,
+    hold: Collection[tuple[str, int]] | None = (),
 ) -> tuple[tuple[QueueConfig, ...], list[Problem]]:
     """The settings of the named queues of `ifname` only (the settings rotation reads a
     few each tick, stamped `read_at`, through its `files` of the interface), failures
-    summarized per file as in `read_queue_config`."""
+    summarized per file as in `read_queue_config`. `hold`: the queues read every tick
+    (on screen), whose files `files` keeps open (HeldDir); None: all of `queues`."""
     problems = [] if problems is None else problems
     own = files is None
     qf = QueueFiles(root, ifname) if files is None else files
@@ -194,8 +196,9 @@ def read_queues(
             if pair is None:
                 mask_file, other_file = _FILES[kind]
                 pair = names[q] = (f"{kind}-{index}/{mask_file}", f"{kind}-{index}/{other_file}")
-            mask = _read(held, pair[0], failed)
-            other = _read(held, pair[1], failed)
+            keep = hold is None or q in hold
+            mask = _read(held, pair[0], failed, keep)
+            other = _read(held, pair[1], failed, keep)
             prev = last.get(q)
             if prev is not None and prev[0] == mask and prev[1] == other:
                 p = prev[2]  # the same bytes: the same values, read again now
@@ -234,9 +237,9 @@ class _Failed:
 _FAILED: Any = _Failed()
 
 
-def _read(held: HeldDir, name: str, failed: _Failures) -> bytes | None:
+def _read(held: HeldDir, name: str, failed: _Failures, hold: bool = False) -> bytes | None:
     try:
-        return held.read(name)
+        return held.read(name, hold)
     except OSError as exc:
         if exc.errno in _NOT_THERE:
             return None

@@ -44,7 +44,8 @@ from nettop.collectors.irq_affinity import IrqFiles, read_irq_affinity
 from nettop.collectors.queue_config import QueueFiles, QueueListings, list_queues, read_queues
 from nettop.model.problems import Problem
 from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
-from nettop.kernel.sysroot import SysRoot
+from nettop.kernel.held_files import fd_budget
+from nettop.kernel.sysroot import HoldBudget, SysRoot
 
 ROTATION_S = 10.0  # every setting off screen is re-read at least this often...
 ROTATION_FILES_PER_S = 256  # ...unless that would read more than this many files a second
@@ -89,10 +90,11 @@ class _Entry(Generic[V]):
 class _Iface:
     __slots__ = ("files", "cfg", "bql", "has_bql", "problems", "out", "items")
 
-    def __init__(self, root: SysRoot, name: str) -> None:
+    def __init__(self, root: SysRoot, name: str, budget: HoldBudget) -> None:
         # its queues directory held open, and its files' last bytes: one fd per interface,
-        # made anew with the state when the name's ifindex changes (a new device)
-        self.files = QueueFiles(root, name)
+        # made anew with the state when the name's ifindex changes (a new device); the
+        # files of its queues on screen held too, within the rotation's budget
+        self.files = QueueFiles(root, name, budget)
         self.cfg: dict[tuple[str, int], _Entry[QueueConfig]] = {}
         self.bql: dict[int, _Entry[BqlState]] = {}
         self.has_bql: bool | None = None  # None: not known yet
@@ -118,7 +120,11 @@ class SettingsRotation:
         # IRQs without a /proc/irq/N (a capture without /proc/irq, an IRQ that went) ->
         # when that was found: read again at the rotation's pace, not every tick
         self._missing: dict[int, float] = {}
-        self._irq_files = IrqFiles(root)
+        # the settings files on screen (read every tick) held open, one pread a tick: an
+        # eighth of the descriptors the process may have, at most 512 (20 queue rows of 8
+        # files and their IRQs' 4 are ~240)
+        self._hold = HoldBudget(fd_budget(8, 512))
+        self._irq_files = IrqFiles(root, self._hold)
         self._aff_problems: dict[int, list[Problem]] = {}
         self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
         self._last_t: float | None = None
@@ -168,6 +174,9 @@ class SettingsRotation:
         # what exists this tick, and what must be read now
         listing: dict[str, list[tuple[str, int]]] = {}
         now: dict[str, list[tuple[str, int]]] = {}
+        # the queues read every tick because they are on screen, whose files are held
+        # open (HeldDir); None: every queue of the interface
+        hold: dict[str, frozenset[tuple[str, int]] | None] = {}
         present: dict[Key, int] = {}  # rotating item -> its cost in files
         if self._ifaces.keys() - {(n, i) for n, i in links.items()}:
             for k, v in self._ifaces.items():
@@ -180,13 +189,18 @@ class SettingsRotation:
             listing[name] = queues
             st = self._ifaces.get((name, ifindex))
             if st is None:
-                st = self._ifaces[(name, ifindex)] = _Iface(root, name)
+                st = self._ifaces[(name, ifindex)] = _Iface(root, name, self._hold)
             shown: frozenset[tuple[str, int]] = _NO_QUEUES
-            if name in dirty_ifs or on_screen(name) and screen_queues is None:
+            seen = on_screen(name)
+            if seen and screen_queues is None:
+                hold[name] = None
+            elif st.files.dir.held:
+                st.files.dir.release()  # it left the screen: its files are rotation's now
+            if name in dirty_ifs or seen and screen_queues is None:
                 now[name] = list(queues)
                 continue
-            if screen_queues is not None and name in screen_queues and on_screen(name):
-                shown = frozenset(screen_queues[name])
+            if screen_queues is not None and name in screen_queues and seen:
+                shown = hold[name] = frozenset(screen_queues[name])
             cfg = st.cfg
             # new queues at once, and the drawn rows' every tick
             due = now[name] = [q for q in queues if q not in cfg or q in shown]
@@ -201,7 +215,10 @@ class SettingsRotation:
                 items = st.items[2]
             present.update(items)
         wanted = set(irqs)
-        screen = set(screen_irqs) & wanted | (dirty_irqs & wanted)
+        shown_irqs = set(screen_irqs) & wanted  # read every tick: their files held open
+        if not shown_irqs and self._irq_files.dir.held:
+            self._irq_files.dir.release()  # none on screen now (with some, the pass lets go)
+        screen = shown_irqs | (dirty_irqs & wanted)
         missing = self._missing
         irq_now = {i for i in wanted if i in screen or i not in self._aff and i not in missing}
         for i in wanted - irq_now:
@@ -234,9 +251,9 @@ class SettingsRotation:
         files = 0
         for name, due in now.items():
             if due:
-                files += self._read_queues(t, name, links[name], due, listing[name])
+                files += self._read_queues(t, name, links[name], due, listing[name], hold.get(name, ()))
         if irq_now:
-            got, probs = read_irq_affinity(root, sorted(irq_now), managed, t, self._irq_files)
+            got, probs = read_irq_affinity(root, sorted(irq_now), managed, t, self._irq_files, shown_irqs)
             files += IRQ_FILES * len(got) + len(irq_now) - len(got)  # a missing one: one open
             for i in irq_now:
                 order.pop(("irq", i), None)
@@ -276,12 +293,14 @@ class SettingsRotation:
                             problems, files)
 
     def _read_queues(self, t: float, name: str, ifindex: int, due: list[tuple[str, int]],
-                     listed: list[tuple[str, int]]) -> int:
-        """Read `due` queues of one interface into its state; returns the files read."""
+                     listed: list[tuple[str, int]],
+                     hold: Collection[tuple[str, int]] | None = ()) -> int:
+        """Read `due` queues of one interface into its state (the files of those in `hold`,
+        None: all, kept open); returns the files read."""
         st = self._ifaces[(name, ifindex)]
         st.out = None  # values change: what it gives out is made again
         probs: list[Problem] = []
-        cfgs, _ = read_queues(self.root, name, due, probs, t, st.files)
+        cfgs, _ = read_queues(self.root, name, due, probs, t, st.files, hold)
         files = QUEUE_FILES * len(due)
         keep = set(listed)
         if len(st.cfg) > len(keep):
@@ -300,7 +319,8 @@ class SettingsRotation:
         for kind, index in due:
             if kind != "tx" or (st.has_bql is False and index != first_tx):
                 continue
-            state, absent = read_bql_queue(self.root, name, index, probs, t, st.files)
+            state, absent = read_bql_queue(self.root, name, index, probs, t, st.files,
+                                           hold is None or ("tx", index) in hold)
             files += 1 if absent else len(BQL_FILES)
             if absent and index == first_tx:
                 st.has_bql, st.bql = False, {}

@@ -112,6 +112,17 @@ _FILE = os.O_RDONLY | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
+class HoldBudget:
+    """Files that HeldDirs sharing this may hold open together (the settings rotation's
+    share of the process's descriptors); taken when a file is held, given back when it
+    is closed."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, files: int) -> None:
+        self.left = files
+
+
 class HeldDir:
     """A directory under a root held open, its files opened by name relative to it.
 
@@ -123,37 +134,99 @@ class HeldDir:
     when a file is not found through the held fd, the path is looked up once (at most once
     per `begin`, a read pass) and, if it names another directory now (device and inode),
     that one is held and the file looked up again there; so a file that is really absent
-    costs one stat per pass, not one per file. Not thread-safe; `close` when done (also
-    closed when dropped).
+    costs one stat per pass, not one per file.
+
+    On the live kernel a file read with `hold=True` (the caller's word that it reads this
+    file every pass: a setting on screen, read every tick) is held open and read again
+    from offset 0, which makes sysfs and procfs show it afresh: one `pread` instead of
+    open, read and close. It is closed at the `begin` of a pass after one that did not
+    read it with `hold` (or by `release`), and only while its `budget` (shared with the
+    other directories of one reader) has room; so what is held is bounded by what is on
+    screen and by the budget, never by the rotation, which reads a file once a period and
+    holds none. Without a budget nothing is held. A held file whose attribute went (its interface, queue or IRQ
+    removed) fails its read (ENODEV, EIO) and is then opened afresh by name, which
+    answers as if it had never been held. Trees never hold: a replaced or unlinked file
+    would go on giving its old bytes. Not thread-safe; `close` when done (also closed when
+    dropped).
     """
 
-    __slots__ = ("path", "_fd", "_id", "_checked", "_error")
+    __slots__ = ("path", "_fd", "_id", "_checked", "_error", "_budget", "_held", "_used")
 
-    def __init__(self, root: SysRoot, rel: str) -> None:
+    def __init__(self, root: SysRoot, rel: str, budget: HoldBudget | None = None) -> None:
         self.path = root.join(rel)
         self._fd = -1
         self._id = (0, 0)  # (st_dev, st_ino) of the held directory
         self._checked = False  # the path was looked up in this pass
         self._error: OSError | None = None  # why it could not be opened in this pass
+        # kernfs and procfs answer a held file's removal with an error; a tree's file
+        # replaced would go on giving its old bytes: only the live kernel holds
+        self._budget = budget if root.live else None
+        self._held: dict[str, int] = {}  # name -> descriptor held open
+        self._used: set[str] = set()  # held names read with `hold` in this pass
 
     def begin(self) -> None:
-        """Start a read pass: a missing file may re-open the directory once again."""
+        """Start a read pass: a missing file may re-open the directory once again; a held
+        file the last pass did not read with `hold` is closed."""
         self._checked = False
         self._error = None
+        if self._held:
+            if len(self._used) < len(self._held):
+                for name in [n for n in self._held if n not in self._used]:
+                    os.close(self._held.pop(name))
+                    self._budget.left += 1  # type: ignore[union-attr]
+            self._used = set()
 
-    def read(self, name: str) -> bytes:
+    def read(self, name: str, hold: bool = False) -> bytes:
         """Bytes of the file `name` (relative to the directory; one read of up to 64 KiB,
-        what a sysfs/procfs attribute gives); raises OSError as the kernel reports it."""
+        what a sysfs/procfs attribute gives); raises OSError as the kernel reports it.
+        `hold`: this file is read every pass; keep it open (live kernel only)."""
+        held = self._held
+        if held:
+            fd = held.get(name)
+            if fd is not None:
+                try:
+                    data = os.pread(fd, 65536, 0)
+                except OSError:  # gone (or failing now): asked afresh by name below
+                    del held[name]
+                    self._used.discard(name)
+                    os.close(fd)
+                    self._budget.left += 1  # type: ignore[union-attr]
+                else:
+                    if hold:
+                        self._used.add(name)
+                    return data
         try:
             fd = os.open(name, _FILE, dir_fd=self._fd if self._fd >= 0 else self._open())
         except FileNotFoundError:
             if self._checked or not self._replaced():
                 raise
             fd = os.open(name, _FILE, dir_fd=self._fd)
+        keep = False
         try:
-            return os.read(fd, 65536)
+            data = os.read(fd, 65536)
+            budget = self._budget
+            if hold and budget is not None and budget.left > 0:
+                budget.left -= 1
+                held[name] = fd
+                self._used.add(name)
+                keep = True
+            return data
         finally:
+            if not keep:
+                os.close(fd)
+
+    @property
+    def held(self) -> int:
+        """Files held open now (a test's and benchmark's figure)."""
+        return len(self._held)
+
+    def release(self) -> None:
+        """Close the held files (what was on screen left it); the directory stays open."""
+        held, self._held, self._used = self._held, {}, set()
+        for fd in held.values():
             os.close(fd)
+        if held:
+            self._budget.left += len(held)  # type: ignore[union-attr]
 
     def exists(self, name: str) -> bool:
         """Whether `name` is there relative to the directory (after a `read` of this pass)."""
@@ -189,6 +262,7 @@ class HeldDir:
         return True
 
     def close(self) -> None:
+        self.release()
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
