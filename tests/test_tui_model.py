@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -206,7 +207,12 @@ def test_live_source_samples_off_the_ui_thread_and_keeps_the_newest():
         assert src._sampler.interval == 2.0
     finally:
         src.stop()
-    assert src.own_cpu_percent() is None and src.own_cpu_percent() >= 0.0
+    assert src.own_cpu_percent() is None  # the first call starts the interval
+    t0 = time.process_time()
+    while time.process_time() - t0 < 0.05:  # this thread busy for 50 ms of CPU
+        pass
+    pct = src.own_cpu_percent()
+    assert pct is not None and 0.0 < pct <= 100.0 * (os.cpu_count() or 1) + 1.0
 
 
 def test_latency_rows_and_series_come_from_the_snapshots_latency_stats():
