@@ -441,6 +441,26 @@ def test_on_screen_settings_files_are_held_open_and_let_go_when_the_interface_le
         reader.read()
         reader.read()
         assert held_files() == 2 + 2
+        opened: list[str] = []
+        real_open = os.open
+
+        def counting_open(path, *a, **kw):  # type: ignore[no-untyped-def]
+            opened.append(str(path))
+            return real_open(path, *a, **kw)
+
+        os.open = counting_open  # type: ignore[assignment]
+        try:
+            reader.read()
+        finally:
+            os.open = real_open  # type: ignore[assignment]
+        # read through held fds (veth has no BQL: its probe is one failed open a tick)
+        assert not [p for p in opened if p.startswith(("rx-0/", "tx-0/")) and "byte_queue_limits" not in p]
+        reader.screen_queues = {ifname: frozenset()}  # on screen, no row of it drawn
+        reader.read()
+        assert held_files() == 0
+        reader.screen_queues = None
+        reader.read()
+        assert held_files() == 16
         reader.on_screen = frozenset()
         reader.read()
         assert held_files() == 0

@@ -194,13 +194,13 @@ class SettingsRotation:
             seen = on_screen(name)
             if seen and screen_queues is None:
                 hold[name] = None
+            elif seen and screen_queues is not None and screen_queues.get(name):
+                shown = hold[name] = frozenset(screen_queues[name])
             elif st.files.dir.held:
-                st.files.dir.release()  # it left the screen: its files are rotation's now
+                st.files.dir.release()  # none of it on screen now: its files are rotation's
             if name in dirty_ifs or seen and screen_queues is None:
                 now[name] = list(queues)
                 continue
-            if screen_queues is not None and name in screen_queues and seen:
-                shown = hold[name] = frozenset(screen_queues[name])
             cfg = st.cfg
             # new queues at once, and the drawn rows' every tick
             due = now[name] = [q for q in queues if q not in cfg or q in shown]
