@@ -37,7 +37,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Collection, Generic, Iterable, Mapping, TypeVar
+from typing import Callable, Collection, Iterable, Mapping, TypeVar
 
 from nettop.collectors.bql import FIELDS as BQL_FILES, read_bql_queue
 from nettop.collectors.irq_affinity import IrqFiles, read_irq_affinity
@@ -56,8 +56,8 @@ V = TypeVar("V", QueueConfig, BqlState, IrqAffinity)
 
 _NO_QUEUES: frozenset[tuple[str, int]] = frozenset()
 
-# what one rotation item is: ("q", ifname, ifindex, kind, index) or ("irq", n)
-Key = tuple
+# what one rotation item is: ("q", ifname, ifindex, kind, index), or an IRQ's number
+Key = tuple[str, str, int, str, int] | int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +71,12 @@ class SettingsRead:
     files: int  # settings files this tick read (listings not counted)
 
 
-class _Entry(Generic[V]):
-    """A value stamped with the tick that read it (`read_at`), and that time."""
-
-    __slots__ = ("value", "t")
-
-    def __init__(self, value: V, t: float) -> None:
-        # the readers stamp what they read; a value made elsewhere is stamped here
-        self.value: V = value if value.read_at == t else dataclasses.replace(value, read_at=t)
-        self.t = t
-
-    def as_of(self, t: float) -> V:
-        # always stamped, also when read this tick: a recording's samples then keep one
-        # shape from tick to tick (a changed shape starts a new chain, record/store.py)
-        return self.value
+def _stamped(value: V, t: float) -> V:
+    """`value` stamped with the tick that read it (`read_at`): the readers stamp what
+    they read; a value made elsewhere is stamped here. Kept so also when read this tick:
+    a recording's samples then keep one shape from tick to tick (a changed shape starts
+    a new chain, record/store.py)."""
+    return value if value.read_at == t else dataclasses.replace(value, read_at=t)
 
 
 class _Iface:
@@ -95,8 +87,8 @@ class _Iface:
         # made anew with the state when the name's ifindex changes (a new device); the
         # files of its queues on screen held too, within the rotation's budget
         self.files = QueueFiles(root, name, budget)
-        self.cfg: dict[tuple[str, int], _Entry[QueueConfig]] = {}
-        self.bql: dict[int, _Entry[BqlState]] = {}
+        self.cfg: dict[tuple[str, int], QueueConfig] = {}
+        self.bql: dict[int, BqlState] = {}
         self.has_bql: bool | None = None  # None: not known yet
         self.problems: list[Problem] = []  # of the last read of this interface's queues
         # what the last tick gave out for its listing, while no queue of it is read again:
@@ -116,7 +108,7 @@ class SettingsRotation:
         self.files_per_s = files_per_s
         self._period = period_s  # the last tick's (see `period`)
         self._ifaces: dict[tuple[str, int], _Iface] = {}
-        self._aff: dict[int, _Entry] = {}
+        self._aff: dict[int, IrqAffinity] = {}
         # IRQs without a /proc/irq/N (a capture without /proc/irq, an IRQ that went) ->
         # when that was found: read again at the rotation's pace, not every tick
         self._missing: dict[int, float] = {}
@@ -125,7 +117,9 @@ class SettingsRotation:
         # files and their IRQs' 4 are ~240)
         self._hold = HoldBudget(fd_budget(8, 512))
         self._irq_files = IrqFiles(root, self._hold)
-        self._aff_problems: dict[int, list[Problem]] = {}
+        self._aff_problems: dict[int, list[Problem]] = {}  # only the IRQs with some
+        self._wanted: set[int] = set()  # the last tick's IRQs, and in order
+        self._wanted_order: list[int] = []
         self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
         self._last_t: float | None = None
         self._lock = threading.Lock()
@@ -202,17 +196,21 @@ class SettingsRotation:
                 now[name] = list(queues)
                 continue
             cfg = st.cfg
+            kept = st.items
+            if kept is not None and kept[0] == queues and kept[1] == st.has_bql and kept[3] == shown:
+                # the same queues and rows as last tick, each read before (the items are
+                # made only then): the same items, and only the drawn rows are due
+                now[name] = [q for q in queues if q in shown] if shown else []
+                present.update(kept[2])
+                continue
             # new queues at once, and the drawn rows' every tick
             due = now[name] = [q for q in queues if q not in cfg or q in shown]
             new = any(q not in cfg for q in due)
-            if new or st.items is None or st.items[1] != st.has_bql or st.items[0] != queues \
-                    or st.items[3] != shown:
-                tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
-                items = [(("q", name, ifindex, kind, index), QUEUE_FILES if kind == "rx" else tx_cost)
-                         for kind, index in queues if (kind, index) in cfg and (kind, index) not in shown]
-                st.items = None if new else (queues, st.has_bql, items, shown)
-            else:  # the same queues and rows as last tick, each read before: the same items
-                items = st.items[2]
+            tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
+            items: list[tuple[Key, int]] = [
+                (("q", name, ifindex, kind, index), QUEUE_FILES if kind == "rx" else tx_cost)
+                for kind, index in queues if (kind, index) in cfg and (kind, index) not in shown]
+            st.items = None if new else (queues, st.has_bql, items, shown)
             present.update(items)
         wanted = set(irqs)
         shown_irqs = set(screen_irqs) & wanted  # read every tick: their files held open
@@ -220,9 +218,11 @@ class SettingsRotation:
             self._irq_files.dir.release()  # none on screen now (with some, the pass lets go)
         screen = shown_irqs | (dirty_irqs & wanted)
         missing = self._missing
-        irq_now = {i for i in wanted if i in screen or i not in self._aff and i not in missing}
-        for i in wanted - irq_now:
-            present[("irq", i)] = 1 if i in missing else IRQ_FILES
+        irq_now = screen | (wanted - self._aff.keys() - missing.keys())
+        rotating = wanted - irq_now
+        present.update(dict.fromkeys(rotating, IRQ_FILES))  # an IRQ's item is its number
+        if missing:
+            present.update(dict.fromkeys(rotating & missing.keys(), 1))
 
         # the rotation: oldest first, a share of the whole per tick, plus anything that
         # would pass the period before the next tick
@@ -236,15 +236,14 @@ class SettingsRotation:
                 break
             read_at = order[key]
             if key not in present:
-                if key[0] == "irq" and key[1] not in wanted or \
-                        key[0] == "q" and (key[1], key[2]) not in self._ifaces:
+                if key not in wanted if isinstance(key, int) else (key[1], key[2]) not in self._ifaces:
                     del order[key]  # gone
                 continue
             if spent >= budget and t - read_at + dt <= period:
                 break
             spent += present.pop(key)
-            if key[0] == "irq":
-                irq_now.add(key[1])
+            if isinstance(key, int):
+                irq_now.add(key)
             else:
                 now.setdefault(key[1], []).append((key[3], key[4]))
 
@@ -253,21 +252,26 @@ class SettingsRotation:
             if due:
                 files += self._read_queues(t, name, links[name], due, listing[name], hold.get(name, ()))
         if irq_now:
-            got, probs = read_irq_affinity(root, sorted(irq_now), managed, t, self._irq_files, shown_irqs)
+            ordered = sorted(irq_now)  # and so into the rotation's order: ties go by number
+            got, probs = read_irq_affinity(root, ordered, managed, t, self._irq_files, shown_irqs)
             files += IRQ_FILES * len(got) + len(irq_now) - len(got)  # a missing one: one open
-            for i in irq_now:
-                order.pop(("irq", i), None)
+            for i in ordered:
+                order.pop(i, None)
                 a = got.get(i)
                 if a is None:  # no /proc/irq/N: counts as read, its absence as of now
                     self._aff.pop(i, None)
                     self._aff_problems.pop(i, None)
                     missing[i] = t
-                    order[("irq", i)] = t
+                    order[i] = t
                     continue
                 missing.pop(i, None)
-                self._aff[i] = _Entry(a, t)
-                self._aff_problems[i] = [p for p in probs if f"/irq/{i}/" in p.source]
-                order[("irq", i)] = t
+                self._aff[i] = _stamped(a, t)
+                mine = [p for p in probs if f"/irq/{i}/" in p.source] if probs else None
+                if mine:
+                    self._aff_problems[i] = mine
+                else:
+                    self._aff_problems.pop(i, None)
+                order[i] = t
         if len(self._aff) + len(missing) > len(wanted):
             for i in [i for i in self._aff if i not in wanted]:
                 del self._aff[i]
@@ -283,13 +287,18 @@ class SettingsRotation:
             problems.extend(st.problems)
             listed = listing[name]
             if st.out is None or st.out[0] != listed:
-                st.out = (listed, tuple(st.cfg[q].as_of(t) for q in listed if q in st.cfg),
-                          tuple(st.bql[i].as_of(t) for k, i in listed if k == "tx" and i in st.bql)
+                cfg, bql = st.cfg, st.bql
+                st.out = (listed, tuple([cfg[q] for q in listed if q in cfg]),
+                          tuple([bql[i] for k, i in listed if k == "tx" and i in bql])
                           if st.has_bql else ())
             queues_out[name], bql_out[name] = st.out[1], st.out[2]
-        for i in sorted(wanted):
-            problems.extend(self._aff_problems.get(i, ()))
-        return SettingsRead(queues_out, bql_out, {i: self._aff[i].as_of(t) for i in sorted(wanted) if i in self._aff},
+        for i in sorted(self._aff_problems):
+            if i in wanted:
+                problems.extend(self._aff_problems[i])
+        if wanted != self._wanted:
+            self._wanted, self._wanted_order = wanted, sorted(wanted)
+        aff = self._aff
+        return SettingsRead(queues_out, bql_out, {i: aff[i] for i in self._wanted_order if i in aff},
                             problems, files)
 
     def _read_queues(self, t: float, name: str, ifindex: int, due: list[tuple[str, int]],
@@ -312,7 +321,7 @@ class SettingsRotation:
             qf.cfg = {q: c for q, c in qf.cfg.items() if q in keep}
             qf.bql = {i: b for i, b in qf.bql.items() if ("tx", i) in keep}
         for c in cfgs:
-            st.cfg[(c.kind, c.index)] = _Entry(c, t)
+            st.cfg[(c.kind, c.index)] = _stamped(c, t)
             self._order.pop(("q", name, ifindex, c.kind, c.index), None)
             self._order[("q", name, ifindex, c.kind, c.index)] = t
         first_tx = next((i for k, i in listed if k == "tx"), None)
@@ -326,7 +335,7 @@ class SettingsRotation:
                 st.has_bql, st.bql = False, {}
             elif state is not None:
                 st.has_bql = True
-                st.bql[index] = _Entry(state, t)
+                st.bql[index] = _stamped(state, t)
         st.problems = probs
         return files
 
