@@ -32,14 +32,16 @@ def check_cpu_sets(online: Collection[int], interrupts: Collection[int],
     offline, so it is not reported a second time with a wrong cause."""
     if not online:
         return []
-    on = set(online)
+    listed = tuple(online)
+    on: set[int] = set()  # made at the first file that differs
     out: list[Problem] = []
     for source, cpus, superset_ok in (("/proc/interrupts", interrupts, False),
                                       ("/proc/softirqs", softirqs, True),
                                       ("/proc/stat", stat, False),
                                       ("/proc/net/softnet_stat", softnet, False)):
-        if not cpus:
+        if not cpus or tuple(cpus) == listed:  # the same CPUs, in the same order: no sets made
             continue
+        on = on or set(online)
         have = set(cpus)
         missing = set() if source in damaged else on - have
         extra = set() if superset_ok else have - on

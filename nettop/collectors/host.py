@@ -9,6 +9,7 @@ own collector module; a source that fails becomes a Problem and the rest goes on
 
 from __future__ import annotations
 
+import operator
 import os
 import platform
 import re
@@ -40,8 +41,8 @@ from nettop.collectors.unchanged import LastAnswer
 from nettop.ebpf import EbpfProbes
 from nettop.ping import Prober
 from nettop.model.problems import Problem, from_oserror, malformed
-from nettop.model.snapshot import (BqlState, CpuTimes, DeviceConfig, InterruptTable, LinkStats, QueueConfig, Snapshot,
-                                   SoftirqCounts, SoftnetRow)
+from nettop.model.snapshot import (BqlState, CpuTimes, DeviceConfig, InterruptTable, LinkStats, QueueConfig, QueueMap,
+                                   Snapshot, SoftirqCounts, SoftnetRow)
 from nettop.kernel.held_files import HeldFiles
 from nettop.kernel.sysroot import LIVE, SysRoot
 
@@ -91,7 +92,9 @@ class HostReader:
         # asked at the start of every tick for (interfaces, IRQs) nettop has changed since
         # the last: the pipeline's watch on the tuning journal (nettop/pipeline/notices.py)
         self.settings_notices: Callable[[], tuple[Iterable[str], Iterable[int]]] | None = None
-        self._net_irqs: set[int] = set()
+        self._net_irqs: frozenset[int] = frozenset()
+        self._mapped: frozenset[int] = frozenset()  # the IRQs of the queue maps in _mapped_of
+        self._mapped_of: tuple[QueueMap, ...] = ()
         self._name_is_net: dict[tuple[int, str], bool] = {}
         self._interrupts = interrupts.InterruptReader()
         self._irq_sysfs = irq_sysfs.SysfsIrqReader()
@@ -208,8 +211,13 @@ class HostReader:
         qmaps = take(queue_irqs.map_all(root, names, table, self._nl, listings,
                                         {n: link_map[n].ifindex for n in names if link_map[n].ifindex},
                                         self._netdev_answers, t_mono, self._devices))
-        mapped = {i for m in qmaps.values() for q in m.queues for i in q.irqs}
-        mapped |= {i for m in qmaps.values() for i in m.other_irqs}
+        maps = tuple(qmaps.values())
+        if len(maps) != len(self._mapped_of) or not all(map(operator.is_, maps, self._mapped_of)):
+            # the maps are memoized (queue_irqs._map_from): the same objects while unchanged
+            self._mapped = frozenset(i for m in maps for q in m.queues for i in q.irqs).union(
+                *(m.other_irqs for m in maps))
+            self._mapped_of = maps
+        mapped = self._mapped
         new = mapped - self._net_irqs
         self._net_irqs = mapped
         if any(i in table.irqs and table.irqs[i].counts is None for i in new):

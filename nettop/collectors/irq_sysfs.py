@@ -504,6 +504,12 @@ class Named(Mapping[int, Irq]):
         # would otherwise walk all 16,384 IRQs of a big host to find that out
         self.matrix = matrix
 
+    @property
+    def bare(self) -> dict[int, Irq]:
+        """Every IRQ with an action, name-only (the same names and chips as the counted
+        ones): a plain dict, whose C-level lookups a caller after names only can use."""
+        return self._bare
+
     def __getitem__(self, irq: int) -> Irq:
         got = self._counted.get(irq)
         return self._bare[irq] if got is None else got

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from nettop.collectors.numbers import decimal
 from nettop.collectors.queue_config import QueueListings, listdir_queues, parse_queue_dirs
 from nettop.model.problems import Problem
-from nettop.model.snapshot import InterruptTable, QueueIrqs, QueueMap
+from nettop.model.snapshot import InterruptTable, Irq, QueueIrqs, QueueMap
 from nettop.kernel.sysroot import SysRoot
 
 if TYPE_CHECKING:
@@ -123,15 +123,19 @@ class DeviceLinks:
 # realpath of an interface's device link by (its class link, that link's target, the
 # device link's target): the two links are what a re-created interface or a driver
 # bound to another device changes, read again each tick (two readlinks) instead of
-# resolving the whole path (an lstat per component, ~8)
+# resolving the whole path (an lstat per component, ~8; more under a capture's path)
 _DEVICE_PATHS: dict[tuple[str, str, str], str] = {}
 
 
 def _device_path(cls: str, link: str) -> str:
     try:
-        key = (cls, os.readlink(cls), os.readlink(link))
-    except OSError:  # a capture whose class/net/IF is a directory, not a link
+        target = os.readlink(link)
+    except OSError:  # a capture whose device is a directory, not a link
         return os.path.realpath(link)
+    try:
+        key = (cls, os.readlink(cls), target)
+    except OSError:  # a capture whose class/net/IF is a directory: its device link decides
+        key = (cls, "", target)
     got = _DEVICE_PATHS.get(key)
     if got is None:
         if len(_DEVICE_PATHS) >= 256:
@@ -369,8 +373,11 @@ def _inputs(root: SysRoot, ifname: str, irqs: InterruptTable, problems: list[Pro
     else:
         dev = read_device(root, ifname)
     if dev is not None and dev.msi_irqs and irqs.irqs:
-        table = irqs.irqs  # (not `msi - table.keys()`: that copies 16,384 keys into a set)
-        absent = sorted(i for i in dev.msi_irqs if i not in table)
+        # (not `msi - table.keys()`: that copies 16,384 keys into a set; a set's
+        # difference with a dict looks each of its own up)
+        names = _names(irqs)
+        absent = sorted(dev.msi_irqs.difference(names) if isinstance(names, dict)
+                        else (i for i in dev.msi_irqs if i not in names))
         if absent:  # a capture whose sysfs and /proc/interrupts disagree, or a vector freed
             shown = ", ".join(map(str, absent[:8])) + (", ..." if len(absent) > 8 else "")
             problems.append(Problem(f"sys/class/net/{ifname}/device/msi_irqs", (
@@ -385,14 +392,20 @@ def _map_from(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
               answers: tuple[list[dict], list[dict]] | None) -> QueueMap:
     key = _memo_key(ifname, irqs, dev, queue_dirs, answers)
     if key is not None:
+        last = _LAST.get(ifname)
+        if last is not None and last[0] == key:  # compared, not hashed: ~200 tuples a NIC
+            return last[1]
         hit = _MAPS.get(key)
         if hit is not None:
+            _LAST[ifname] = (key, hit)
             return hit
     got = _map_pure(ifname, irqs, dev, queue_dirs, answers)
     if key is not None:
         if len(_MAPS) >= _MAPS_MAX:
             _MAPS.clear()
+            _LAST.clear()
         _MAPS[key] = got
+        _LAST[ifname] = (key, got)
     return got
 
 
@@ -400,10 +413,21 @@ def _map_from(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
 # host is reconfigured (channels, a NIC reset, a driver reload); on a 4 x 128-queue host
 # working it out again each tick cost milliseconds. Keyed by every input it reads.
 _MAPS: dict[tuple, QueueMap] = {}
+# each interface's last key and map: a tick whose inputs equal the last ones' (nearly
+# every tick) compares the keys instead of hashing one (tuples do not keep their hash)
+_LAST: dict[str, tuple[tuple, QueueMap]] = {}
 _MAPS_MAX = 256
 _NL_KEYS = ("type", "id", "napi_id", "irq")
 _MISSING = object()  # an attribute the answer did not carry (not the same as a None value)
 _NAME_CHIP = operator.attrgetter("name", "chip")
+
+
+def _names(irqs: InterruptTable) -> Mapping[int, Irq]:
+    """The table's IRQs for their names and chips: the sysfs reader's name-only dict
+    where it has one (its lookups are C calls, the merged view's are Python ones)."""
+    table = irqs.irqs
+    bare = getattr(table, "bare", None)
+    return bare if isinstance(bare, dict) else table
 
 
 def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
@@ -413,7 +437,7 @@ def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
     without msi_irqs: any IRQ's name may be its), which is not worth keying on."""
     msi = dev.msi_irqs if dev is not None else None
     if msi is not None:
-        table = irqs.irqs
+        table = _names(irqs)
         order = sorted(msi)
         got = list(map(table.get, order))
         if all(got):  # every vector in the table (an Irq is always true): C-level calls
