@@ -34,6 +34,9 @@ _COALESCE = ("rx-usecs", "rx-frames", "tx-usecs", "tx-frames")
 _ADAPTIVE = re.compile(r"Adaptive RX:\s*(\S+)\s+TX:\s*(\S+)")
 
 
+# A captured tree's saved outputs are as they were captured: each is looked up and
+# parsed once per tree (a replayed capture asks for them every tick), as `sysctls` is.
+@lru_cache(maxsize=8)
 def is_sos(root_path: str) -> bool:
     return os.path.isdir(os.path.join(root_path, "sos_commands"))
 
@@ -60,15 +63,6 @@ def sysctl_for(root_path: str, rel: str) -> str | None:
     if not rel.startswith("proc/sys/"):
         return None
     return sysctls(root_path).get(rel[len("proc/sys/"):].replace("/", "."))
-
-
-def command_file(root_path: str, opt: str, ifname: str) -> str | None:
-    """Path (relative to the root) of `ethtool OPT IFNAME`'s saved output, if any."""
-    for d in _CMD_DIRS:
-        rel = f"{d}/ethtool_{opt}_{ifname}"
-        if os.path.isfile(os.path.join(root_path, rel)):
-            return rel
-    return None
 
 
 def _read(root_path: str, rel: str) -> str:
@@ -153,15 +147,10 @@ def nic_settings(root_path: str, ifname: str) -> tuple[
     sources: dict[str, str] = {}
     for what, opt, parse in (("coalesce", "-c", parse_coalesce), ("rings", "-g", parse_rings),
                              ("channels", "-l", parse_channels)):
-        rel = command_file(root_path, opt, ifname)
-        value = None
-        if rel is not None:
-            try:
-                value = parse(_read(root_path, rel))
-            except OSError:
-                value = None
-        if value is not None and rel is not None:
-            sources[what] = rel
+        got = _saved_text(root_path, f"ethtool_{opt}_{ifname}")
+        value = parse(got[1]) if got is not None else None
+        if value is not None and got is not None:
+            sources[what] = got[0]
         results.append(value)
     return results[0], results[1], results[2], sources
 
@@ -169,13 +158,10 @@ def nic_settings(root_path: str, ifname: str) -> tuple[
 def nic_driver(root_path: str, ifname: str) -> tuple[str | None, str | None]:
     """(driver, the file it came from) of one NIC from its saved `ethtool -i` output:
     sos copies no device/driver link, and without it a NIC's driver went unnamed."""
-    rel = command_file(root_path, "-i", ifname)
-    if rel is None:
+    got = _saved_text(root_path, f"ethtool_-i_{ifname}")
+    if got is None:
         return None, None
-    try:
-        text = _read(root_path, rel)
-    except OSError:
-        return None, None
+    rel, text = got
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if sep and key.strip() == "driver" and value.strip():
@@ -197,9 +183,10 @@ def saved_file(root_path: str, name: str) -> str | None:
     return None
 
 
-# a tick asks for two files per interface (`ethtool -S`, `-k`) and two more: sized for
-# hundreds of interfaces, or each tick would miss and look each one up again
-@lru_cache(maxsize=1024)
+# a tick asks for six files per interface (`ethtool -S`, `-k`, `-c`, `-g`, `-l`, `-i`) and
+# two more: sized for hundreds of interfaces, or each tick would miss and look each one up
+# again (most of them absent: an entry is small)
+@lru_cache(maxsize=4096)
 def _saved_text(root_path: str, name: str) -> tuple[str, str] | None:
     rel = saved_file(root_path, name)
     if rel is None:
