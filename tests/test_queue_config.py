@@ -94,6 +94,39 @@ def test_unreadable_files_make_one_problem_per_file_kind(tmp_path):
     assert all("\n" not in p.message for p in problems)
 
 
+def test_a_file_the_devices_queues_lack_is_asked_once_per_device_not_once_per_queue(tmp_path, monkeypatch):
+    """GIVEN a device whose tx queues have no xps_rxqs (Linux before 4.18), and a listed rx
+    queue whose directory went before the read; WHEN its queues are read twice through
+    one QueueFiles (as the settings rotation reads); THEN xps_rxqs is opened once in all:
+    the kernel makes the same attributes for every queue of a device. Each tx queue reads
+    None for it, with no problem; the queue that went (no mask either) marks nothing: the
+    other rx queues' rps_flow_cnt are still read."""
+    from nettop.collectors.queue_config import QueueFiles, read_queues
+
+    root = make_queues(tmp_path, "eth6", rx={n: {"rps_cpus": "1\n", "rps_flow_cnt": f"{n}\n"} for n in (0, 1)},
+                       tx={n: {"xps_cpus": "2\n"} for n in range(4)})
+    asked: list[str] = []
+    real = os.open
+
+    def counting(path, flags, *a, **kw):  # type: ignore[no-untyped-def]
+        asked.append(str(path))
+        return real(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", counting)
+    files = QueueFiles(root, "eth6")
+    queues = [("rx", 7), ("rx", 0), ("rx", 1)] + [("tx", n) for n in range(4)]
+    try:
+        for _ in range(2):
+            got, problems = read_queues(root, "eth6", queues, None, 1.0, files)
+            assert problems == []
+            assert [(q.index, q.rps_flow_cnt) for q in got if q.kind == "rx"] == [(7, None), (0, 0), (1, 1)]
+            assert [(q.xps_cpus, q.xps_rxqs) for q in got if q.kind == "tx"] == [("2", None)] * 4
+    finally:
+        files.close()
+    assert sum(p.endswith("/xps_rxqs") for p in asked) == 1
+    assert sum(p.endswith("/rps_flow_cnt") for p in asked) == 6  # rx-7's twice, as its mask
+
+
 def test_malformed_flow_count(tmp_path):
     root = make_queues(tmp_path, "eth4", rx={0: {"rps_cpus": "0\n", "rps_flow_cnt": "lots\n"}},
                        tx={})

@@ -312,6 +312,7 @@ def _netdev(dest: Path, d: Path, name: str, ifindex: int, queues: int, cpus: int
         _w(rx / "rps_cpus", cpu_mask([], cpus) + "\n")
         _w(rx / "rps_flow_cnt", "0\n")
         _w(tx / "xps_cpus", cpu_mask([q % cpus], cpus) + "\n")
+        _w(tx / "xps_rxqs", cpu_mask([], queues) + "\n")  # a bitmap of rx queues (Linux 4.18+)
         _w(tx / "tx_maxrate", "0\n")
         bql = tx / "byte_queue_limits"
         for f, v in (("limit", 30280 + q), ("limit_max", 1879048192), ("limit_min", 0),

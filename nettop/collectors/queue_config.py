@@ -158,7 +158,7 @@ class QueueFiles:
     parsed again, only stamped anew. The names are formatted once per queue.
     """
 
-    __slots__ = ("dir", "names", "cfg", "bql")
+    __slots__ = ("dir", "names", "cfg", "bql", "absent")
 
     def __init__(self, root: SysRoot, ifname: str, budget: HoldBudget | None = None) -> None:
         self.dir = HeldDir(root, f"sys/class/net/{ifname}/queues", budget)
@@ -167,6 +167,11 @@ class QueueFiles:
         self.cfg: dict[tuple[str, int], tuple[bytes | None, bytes | None, QueueConfig]] = {}
         # tx index -> (the four files' bytes, the BqlState made of them)
         self.bql: dict[int, tuple[tuple[bytes, ...], BqlState]] = {}
+        # the kinds ("rx", "tx") whose second file the device's queues do not have: one
+        # was not there while the same queue's mask was (xps_rxqs before Linux 4.18); the
+        # kernel makes the same attributes for every queue of a device, so it is not
+        # asked again (a failed open was most of a tick's settings cost on such a host)
+        self.absent: set[str] = set()
 
     def close(self) -> None:
         self.dir.close()
@@ -198,7 +203,12 @@ def read_queues(
                 pair = names[q] = (f"{kind}-{index}/{mask_file}", f"{kind}-{index}/{other_file}")
             keep = hold is None or q in hold
             mask = _read(held, pair[0], failed, keep)
-            other = _read(held, pair[1], failed, keep)
+            if kind in qf.absent:
+                other = None
+            else:
+                other = _read(held, pair[1], failed, keep)
+                if other is None and type(mask) is bytes:
+                    qf.absent.add(kind)
             prev = last.get(q)
             if prev is not None and prev[0] == mask and prev[1] == other:
                 p = prev[2]  # the same bytes: the same values, read again now
