@@ -280,8 +280,9 @@ def test_live_reads_through_held_descriptors_are_fresh_and_closed_with_the_reade
         t1 = totals()
         moving = sorted(i for i in t1 if t1[i] > t0.get(i, t1[i]))
     assert moving, "no IRQ fired on this host in 20 s"
-    # the busiest four: one that fired once in that half second may not again for long
-    want = set(sorted(moving, key=lambda i: t0.get(i, 0) - t1[i])[:4])
+    # every one that fired in that half second: one that fired once may not again for
+    # long (a run once saw the busiest four stay quiet for 20 s), and any one will do
+    want = set(moving)
     reader = SysfsIrqReader()
     try:
         first = reader.read(LIVE, online, lambda i, n: i in want)
