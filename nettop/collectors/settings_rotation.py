@@ -80,7 +80,8 @@ def _stamped(value: V, t: float) -> V:
 
 
 class _Iface:
-    __slots__ = ("files", "cfg", "bql", "has_bql", "problems", "out", "items")
+    __slots__ = ("files", "cfg", "bql", "has_bql", "problems", "out", "pos", "fresh", "fresh_bql", "first_tx",
+                 "items")
 
     def __init__(self, root: SysRoot, name: str, budget: HoldBudget) -> None:
         # its queues directory held open, and its files' last bytes: one fd per interface,
@@ -94,6 +95,13 @@ class _Iface:
         # what the last tick gave out for its listing, while no queue of it is read again:
         # (listing, queue settings, BQL states); 4 x 128 queues are 1,536 values a tick
         self.out: tuple[list[tuple[str, int]], tuple[QueueConfig, ...], tuple[BqlState, ...]] | None = None
+        # where each queue's value and each tx queue's BQL state sit in `out`, and the
+        # queues and BQL states read since it was made: a tick that reads a few of 256
+        # queues puts those in a copy of it, instead of making it again from the listing
+        self.pos: tuple[dict[tuple[str, int], int], dict[int, int]] = ({}, {})
+        self.fresh: list[tuple[str, int]] = []
+        self.fresh_bql: list[int] = []
+        self.first_tx: tuple[list[tuple[str, int]], int | None] | None = None  # (listing, its first tx queue)
         # the rotation's items of a listing whose every queue was read once: (listing,
         # has_bql, [(item, cost in files)], the queues drawn, which are not among them)
         self.items: tuple[list[tuple[str, int]], bool | None, list[tuple[Key, int]],
@@ -286,11 +294,14 @@ class SettingsRotation:
             st = self._ifaces[(name, ifindex)]
             problems.extend(st.problems)
             listed = listing[name]
-            if st.out is None or st.out[0] != listed:
+            if st.out is None or st.out[0] != listed or not _patched(st):
                 cfg, bql = st.cfg, st.bql
-                st.out = (listed, tuple([cfg[q] for q in listed if q in cfg]),
-                          tuple([bql[i] for k, i in listed if k == "tx" and i in bql])
-                          if st.has_bql else ())
+                kept_q = [q for q in listed if q in cfg]
+                kept_b = [i for k, i in listed if k == "tx" and i in bql] if st.has_bql else []
+                st.out = (listed, tuple([cfg[q] for q in kept_q]), tuple([bql[i] for i in kept_b]))
+                st.pos = ({q: n for n, q in enumerate(kept_q)}, {i: n for n, i in enumerate(kept_b)})
+            st.fresh.clear()
+            st.fresh_bql.clear()
             queues_out[name], bql_out[name] = st.out[1], st.out[2]
         for i in sorted(self._aff_problems):
             if i in wanted:
@@ -307,24 +318,29 @@ class SettingsRotation:
         """Read `due` queues of one interface into its state (the files of those in `hold`,
         None: all, kept open); returns the files read."""
         st = self._ifaces[(name, ifindex)]
-        st.out = None  # values change: what it gives out is made again
         probs: list[Problem] = []
         cfgs, _ = read_queues(self.root, name, due, probs, t, st.files, hold)
         files = QUEUE_FILES * len(due)
-        keep = set(listed)
-        if len(st.cfg) > len(keep):
+        qf = st.files
+        if len(st.cfg) > len(listed) or len(qf.names) > len(listed):
+            keep = set(listed)
             st.cfg = {q: c for q, c in st.cfg.items() if q in keep}
             st.bql = {i: b for i, b in st.bql.items() if ("tx", i) in keep}
-        qf = st.files
-        if len(qf.names) > len(keep):  # the queues gone (ethtool -L): their last bytes too
+            # the queues gone (ethtool -L): their last bytes too
             qf.names = {q: n for q, n in qf.names.items() if q in keep}
             qf.cfg = {q: c for q, c in qf.cfg.items() if q in keep}
             qf.bql = {i: b for i, b in qf.bql.items() if ("tx", i) in keep}
+            st.out = None
+        order, fresh = self._order, st.fresh
         for c in cfgs:
-            st.cfg[(c.kind, c.index)] = _stamped(c, t)
-            self._order.pop(("q", name, ifindex, c.kind, c.index), None)
-            self._order[("q", name, ifindex, c.kind, c.index)] = t
-        first_tx = next((i for k, i in listed if k == "tx"), None)
+            q = (c.kind, c.index)
+            st.cfg[q] = _stamped(c, t)
+            fresh.append(q)
+            order.pop(("q", name, ifindex, c.kind, c.index), None)
+            order[("q", name, ifindex, c.kind, c.index)] = t
+        if st.first_tx is None or st.first_tx[0] is not listed:
+            st.first_tx = (listed, next((i for k, i in listed if k == "tx"), None))
+        first_tx = st.first_tx[1]
         for kind, index in due:
             if kind != "tx" or (st.has_bql is False and index != first_tx):
                 continue
@@ -332,12 +348,38 @@ class SettingsRotation:
                                            hold is None or ("tx", index) in hold)
             files += 1 if absent else len(BQL_FILES)
             if absent and index == first_tx:
-                st.has_bql, st.bql = False, {}
+                st.has_bql, st.bql, st.out = False, {}, None
             elif state is not None:
-                st.has_bql = True
+                if st.has_bql is not True:
+                    st.has_bql, st.out = True, None
                 st.bql[index] = _stamped(state, t)
+                st.fresh_bql.append(index)
         st.problems = probs
         return files
+
+
+def _patched(st: _Iface) -> bool:
+    """Put the queues and BQL states read since `st.out` was made into a copy of it;
+    False (nothing changed) when one of them has no place in it (a queue read for the
+    first time): it is then made again from the listing."""
+    out = st.out
+    assert out is not None
+    if not st.fresh and not st.fresh_bql:
+        return True
+    qpos, bpos = st.pos
+    cfgs, bqls = list(out[1]), list(out[2])
+    for q in st.fresh:
+        n = qpos.get(q)
+        if n is None:
+            return False
+        cfgs[n] = st.cfg[q]
+    for i in st.fresh_bql:
+        n = bpos.get(i)
+        if n is None:
+            return False
+        bqls[n] = st.bql[i]
+    st.out = (out[0], tuple(cfgs), tuple(bqls))
+    return True
 
 
 __all__ = ["IRQ_FILES", "QUEUE_FILES", "ROTATION_FILES_PER_S", "ROTATION_S", "SettingsRead", "SettingsRotation"]
