@@ -125,6 +125,8 @@ class SysfsIrqReader:
         # IRQ -> (inode, ctime) of its hwirq file at its last full re-read (`_reread`)
         self._dirs: dict[int, tuple[int, int]] = {}
         self._paths: dict[int, str] = {}  # followed IRQ -> its per_cpu_count path
+        # (`_paths`, recheck_every, the followed IRQs by their number modulo it): `_recheck`'s
+        self._phases: tuple[dict[int, str], int, dict[int, list[int]]] | None = None
         # the same files relative to the directory, opened at `_dirfd` (the directory held
         # open: two path components to walk instead of the whole path, ~10 % of a tick's
         # opens on a captured tree; -1: not held, the whole path is opened)
@@ -282,12 +284,17 @@ class SysfsIrqReader:
         every = self.recheck_every
         bare = self._bare
         dirs = self._dirs
+        groups = self._phases
+        if groups is None or groups[0] is not self._paths or groups[1] != every:
+            by_phase: dict[int, list[int]] = {}
+            for irq in self._paths:  # once per followed set, not a walk of all every tick
+                by_phase.setdefault(irq % every, []).append(irq)
+            groups = self._phases = (self._paths, every, by_phase)
         changed: dict[int, Irq | None] = {}
-        for irq in self._paths:
-            if irq % every == phase:
-                got = self._reread(base, irq, bare.get(irq), dirs)
-                if got != bare.get(irq):
-                    changed[irq] = got
+        for irq in groups[2].get(phase, ()):
+            got = self._reread(base, irq, bare.get(irq), dirs)
+            if got != bare.get(irq):
+                changed[irq] = got
         if not changed:
             return False
         bare = dict(bare)  # a new dict: the last table's Irqs took the old names
