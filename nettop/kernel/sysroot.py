@@ -143,9 +143,9 @@ class HeldDir:
     read it with `hold` (or by `release`), and only while its `budget` (shared with the
     other directories of one reader) has room; so what is held is bounded by what is on
     screen and by the budget, never by the rotation, which reads a file once a period and
-    holds none. Without a budget nothing is held. A held file whose attribute went (its interface, queue or IRQ
-    removed) fails its read (ENODEV, EIO) and is then opened afresh by name, which
-    answers as if it had never been held. Trees never hold: a replaced or unlinked file
+    holds none. Without a budget nothing is held. A held file whose attribute went (its
+    interface, queue or IRQ removed) fails its read (ENODEV, EIO) and is then opened
+    afresh by name, which answers as if it had never been held. Trees never hold: a replaced or unlinked file
     would go on giving its old bytes. Not thread-safe; `close` when done (also closed when
     dropped).
     """
@@ -171,9 +171,7 @@ class HeldDir:
         self._error = None
         if self._held:
             if len(self._used) < len(self._held):
-                for name in [n for n in self._held if n not in self._used]:
-                    os.close(self._held.pop(name))
-                    self._budget.left += 1  # type: ignore[union-attr]
+                self._let_go([n for n in self._held if n not in self._used])
             self._used = set()
 
     def read(self, name: str, hold: bool = False) -> bytes:
@@ -187,10 +185,7 @@ class HeldDir:
                 try:
                     data = os.pread(fd, 65536, 0)
                 except OSError:  # gone (or failing now): asked afresh by name below
-                    del held[name]
-                    self._used.discard(name)
-                    os.close(fd)
-                    self._budget.left += 1  # type: ignore[union-attr]
+                    self._let_go([name])
                 else:
                     if hold:
                         self._used.add(name)
@@ -222,11 +217,15 @@ class HeldDir:
 
     def release(self) -> None:
         """Close the held files (what was on screen left it); the directory stays open."""
-        held, self._held, self._used = self._held, {}, set()
-        for fd in held.values():
-            os.close(fd)
-        if held:
-            self._budget.left += len(held)  # type: ignore[union-attr]
+        if self._held:
+            self._let_go(list(self._held))
+
+    def _let_go(self, names: list[str]) -> None:
+        """Close these held files and give their places back to the budget."""
+        for name in names:
+            os.close(self._held.pop(name))
+            self._used.discard(name)
+        self._budget.left += len(names)  # type: ignore[union-attr]
 
     def exists(self, name: str) -> bool:
         """Whether `name` is there relative to the directory (after a `read` of this pass)."""
