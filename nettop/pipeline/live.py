@@ -302,8 +302,8 @@ class LivePipeline:
     def own_cpu_percent(self) -> float | None:
         """CPU % of one CPU the whole process (sampler thread + UI) used since the previous
         call; None at the first. The kernel's per-process CPU clock: one syscall, where
-        psutil's `cpu_percent` opens and parses /proc/self/stat (~11 us warm, a tick's
-        worth at 1 Hz more)."""
+        psutil's `cpu_percent` opened and parsed /proc/self/stat on every frame (~11 us
+        warm, against ~0.3 us)."""
         now = (time.process_time(), time.monotonic())
         last, self._own_cpu = self._own_cpu, now
         if last is None:
