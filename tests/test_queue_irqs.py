@@ -436,3 +436,22 @@ def test_kept_device_links_agree_with_read_device_and_follow_a_recreated_interfa
         assert len(again.queue_maps[veth_lab.host_if].queues) == 4  # rx-0..1, tx-0..1
         assert again.queue_maps[veth_lab.host_if] == map_all(
             LIVE, [veth_lab.host_if], again.interrupts, None)[0][veth_lab.host_if]
+
+
+def test_a_captured_trees_device_links_are_resolved_once_and_its_maps_stay_those_of_a_fresh_read(tmp_path):
+    """GIVEN a generated capture (eth0 on a PCI function with 64 queue vectors, lo) read by
+    one HostReader WHEN ticks pass THEN only the first resolves the device links (a capture
+    does not change), and every tick's queue maps equal those of a reader made afresh."""
+    from nettop.collectors.host import HostReader
+    from nettop.kernel.sysroot import SysRoot
+    from stepped_clock import SteppedClock
+    from treegen import generate_tree
+
+    root = SysRoot(str(generate_tree(tmp_path / "h", cpus=16, irqs=200, queues=8)))
+    with HostReader(root, clock=SteppedClock(1.0)) as reader:
+        for tick in range(3):
+            snap = reader.read()
+            assert reader._devices.resolved == (2 if tick == 0 else 0), tick  # eth0 and lo (none)
+            with HostReader(root) as fresh:
+                assert snap.queue_maps == fresh.read().queue_maps
+            assert len(snap.queue_maps["eth0"].queues) == 8  # combined rx+tx, one vector each

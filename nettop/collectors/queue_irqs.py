@@ -90,15 +90,18 @@ def _with_msi(where: _Where) -> DeviceIrqs:
 
 
 class DeviceLinks:
-    """Where each live interface's device sits, kept for as long as the interface exists.
+    """Where each interface's device sits, kept for as long as the interface exists.
 
     A netdev's parent device is set before it is registered and stays until it is
     unregistered (a rename or a netns move keeps it), so its `device` link, bdf and virtio
     name are facts of the (name, ifindex) pair; the kernel gives a re-created or re-bound
     netdev a new ifindex (an index a user picks, `ip link add ... index N`, is only for
-    virtual links made by hand, which have no device link). Resolving them was an lstat and two readlinks per interface per
-    tick; now it is done once per (name, ifindex), and only msi_irqs/ is listed each tick.
-    Live kernel only (a captured tree has no ifindex to key on). Not thread-safe.
+    virtual links made by hand, which have no device link). Resolving them was an lstat
+    and two readlinks per interface per tick; now it is done once per (name, ifindex), and
+    only msi_irqs/ is listed each tick.
+    A captured tree's interfaces with an ifindex file are kept the same way (a capture
+    does not change; one without it, as some sosreports are, is resolved every tick).
+    Not thread-safe.
     """
 
     def __init__(self) -> None:
@@ -363,12 +366,12 @@ def _inputs(root: SysRoot, ifname: str, irqs: InterruptTable, problems: list[Pro
             listings: QueueListings | None = None, devices: DeviceLinks | None = None,
             ifindex: int | None = None) -> tuple[list[tuple[str, int]] | None, DeviceIrqs | None]:
     """The interface's queue listing and device (this tick's), with their problems.
-    `devices` with the interface's `ifindex` (live): where its device sits, as kept there."""
+    `devices` with the interface's `ifindex`: where its device sits, as kept there."""
     queue_dirs = read_queue_dirs(root, ifname, listings)
     if queue_dirs is None and root.exists("sys/class/net") and root.exists(f"sys/class/net/{ifname}"):
         problems.append(Problem(f"sys/class/net/{ifname}/queues",
                                 f"cannot list the queues of {ifname} (sys/class/net/{ifname}/queues)"))
-    if devices is not None and ifindex is not None and root.live:
+    if devices is not None and ifindex is not None:
         dev = devices.read(root, ifname, ifindex)
     else:
         dev = read_device(root, ifname)
@@ -494,10 +497,10 @@ def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
     `asked`: the caller's `NetdevAnswers`, which keeps the dumps' answers while nothing
     they describe seems to have changed (at monotonic time `now`); without it they are
     asked every call. `devices`: the caller's `DeviceLinks`, which keeps where each
-    interface's device sits (live, with `ifindexes`); without it that is resolved every call."""
+    interface's device sits (with `ifindexes`); without it that is resolved every call."""
     problems: list[Problem] = []
     names = list(ifnames)
-    if devices is not None and ifindexes is not None and root.live:
+    if devices is not None and ifindexes is not None:
         devices.resolved = 0
         inputs = {name: _inputs(root, name, irqs, problems, listings, devices, ifindexes.get(name))
                   for name in names}
