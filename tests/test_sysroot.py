@@ -34,6 +34,26 @@ def test_read_head_is_the_text_before_the_stop_of_the_live_kernel_and_of_a_tree(
         tree.read_head("missing", "\nintr")
 
 
+def test_read_whole_gives_every_byte_of_files_of_any_size_and_of_a_seq_file_longer_than_one_read(tmp_path):
+    """GIVEN regular files around the first read's size (64 KiB) and /proc/kallsyms (a seq
+    file of megabytes, which the kernel gives in pieces that stop short of the size asked)
+    WHEN read with read_whole THEN each is whole, as a buffered read of it gives."""
+    from nettop.kernel.sysroot import read_whole
+
+    for size in (0, 1, 65535, 65536, 65537, 3 * 65536 + 5, 1 << 21):
+        path = tmp_path / f"f{size}"
+        data = bytes((i * 7) % 251 for i in range(size))
+        path.write_bytes(data)
+        assert read_whole(str(path)) == data, size
+    for _ in range(5):  # a BPF program loaded by another process between the reads adds symbols
+        with open("/proc/kallsyms", "rb") as f:
+            expected = f.read()
+        got = read_whole("/proc/kallsyms")
+        if got == expected:
+            break
+    assert len(expected) > 1 << 20 and got == expected
+
+
 def test_a_live_file_read_with_hold_is_held_read_afresh_let_go_and_never_stale(veth_lab):
     """HeldDir holds what its caller says it reads every pass (the settings on screen) on
     the live kernel: the held file shows a new value at once, is closed after a pass that
