@@ -166,9 +166,9 @@ class HeldDir:
     screen and by the budget, never by the rotation, which reads a file once a period and
     holds none. Without a budget nothing is held. A held file whose attribute went (its
     interface, queue or IRQ removed) fails its read (ENODEV, EIO) and is then opened
-    afresh by name, which answers as if it had never been held. Trees never hold: a replaced or unlinked file
-    would go on giving its old bytes. Not thread-safe; `close` when done (also closed when
-    dropped).
+    afresh by name, which answers as if it had never been held. Trees never hold: a
+    replaced or unlinked file would go on giving its old bytes. Not thread-safe; `close`
+    when done (also closed when dropped).
     """
 
     __slots__ = ("path", "_fd", "_id", "_checked", "_error", "_budget", "_held", "_used")
