@@ -336,8 +336,9 @@ class SettingsRotation:
             q = (c.kind, c.index)
             st.cfg[q] = _stamped(c, t)
             fresh.append(q)
-            order.pop(("q", name, ifindex, c.kind, c.index), None)
-            order[("q", name, ifindex, c.kind, c.index)] = t
+            key: Key = ("q", name, ifindex, c.kind, c.index)
+            order.pop(key, None)  # to the end: the newest read
+            order[key] = t
         if st.first_tx is None or st.first_tx[0] is not listed:
             st.first_tx = (listed, next((i for k, i in listed if k == "tx"), None))
         first_tx = st.first_tx[1]
