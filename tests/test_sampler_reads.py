@@ -186,6 +186,47 @@ def test_a_held_sysctl_shows_a_change_made_by_another_process(veth_lab):
     assert Path(rel).read_text() == outside  # the root namespace's is untouched
 
 
+_LINES_IN_NETNS = r"""
+import json, subprocess, sys
+from nettop.collectors.host_config import read_sysctls
+from nettop.kernel.held_files import HeldFiles
+from nettop.kernel.sysroot import LIVE
+rels = ["proc/sys/net/ipv4/tcp_rmem", "proc/sys/net/nonexistent_sysctl", "proc/sys/net/core/somaxconn"]
+files = HeldFiles(LIVE)
+first = files.read_lines(rels)
+subprocess.run(["sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 " + sys.argv[1],
+                "net.core.somaxconn=" + sys.argv[2]], check=True)
+second = files.read_lines(rels)
+held = files.held
+values, problems = read_sysctls(LIVE, ("net.ipv4.tcp_rmem", "net.core.somaxconn", "net.nope"), files)
+print(json.dumps([[x if isinstance(x, str) else type(x).__name__ for x in got] for got in (first, second)]
+                 + [held, values, [p.text for p in problems]]))
+"""
+
+
+@root_only
+def test_held_sysctls_read_in_one_pass_show_another_processs_change_and_a_missing_one(veth_lab):
+    """`read_lines` (the tick's sysctls in one pread pass) gives what `read_line` would:
+    the change another process made, through the held descriptors, and a sysctl that does
+    not exist as its FileNotFoundError in its place (read_sysctls leaves it out)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    top, conns = str(6_000_000 + os.getpid() % 1000), str(3000 + os.getpid() % 1000)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    got = subprocess.run(veth_lab.ns([sys.executable, "-c", _LINES_IN_NETNS, top, conns]), env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    first, second, held, values, problems = json.loads(got.stdout)
+    assert first[1] == second[1] == "FileNotFoundError"
+    assert first[0].split() != ["4096", "65536", top] and first[2] != conns
+    assert second[0].split() == ["4096", "65536", top] and second[2] == conns
+    assert held == 2  # both existing files read again through their descriptors
+    assert values == {"net.ipv4.tcp_rmem": f"4096 65536 {top}", "net.core.somaxconn": conns}
+    assert problems == []
+
+
 @root_only
 def test_held_files_follow_uptime_an_interface_recreated_and_stay_within_budget():
     from nettop.kernel.held_files import HeldFiles
@@ -265,6 +306,9 @@ def test_held_files_of_a_tree_rewritten_in_place_read_a_value_longer_than_a_page
             w.write("0" * 8)
         assert files.read_line("proc/sys/net/core/flow_limit_cpu_bitmap") == "0" * 8 + long[8:]
         assert files.held == 1
+        # held and a page or longer: read again whole, in one pass with a missing file
+        got = files.read_lines(["proc/sys/net/core/flow_limit_cpu_bitmap", "proc/sys/net/core/nope"])
+        assert got[0] == "0" * 8 + long[8:] and isinstance(got[1], FileNotFoundError)
     finally:
         files.close()
     # a captured tree (not rewritten in place) is not held

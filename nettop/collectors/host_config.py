@@ -67,20 +67,35 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+_PATHS: dict[tuple[str, ...], tuple[str, ...]] = {}  # names -> their proc/sys paths, made once
+
+
 def read_sysctls(root: SysRoot, names: tuple[str, ...] = SYSCTLS, files: HeldFiles | None = None
                  ) -> tuple[dict[str, str], list[Problem]]:
     """The named sysctls that exist, keyed by dotted name (through `files`, the sampler's
     held descriptors, when given: nettop/kernel/held_files.py)."""
     out: dict[str, str] = {}
     problems: list[Problem] = []
-    src = files if files is not None else root
-    for name in names:
-        rel = sysctl_path(name)
-        try:
-            out[name] = normalize(src.read_line(rel))
-        except OSError as exc:
-            if exc.errno != errno.ENOENT:
-                problems.append(from_oserror(f"/{rel} ({name})", exc))
+    rels = _PATHS.get(names)
+    if rels is None:
+        if len(_PATHS) >= 64:
+            _PATHS.clear()
+        rels = _PATHS[names] = tuple(map(sysctl_path, names))
+    if files is not None:
+        got: list[str | OSError] = files.read_lines(rels)
+    else:
+        got = []
+        for rel in rels:
+            try:
+                got.append(root.read_line(rel))
+            except OSError as exc:
+                got.append(exc)
+    for name, rel, text in zip(names, rels, got):
+        if type(text) is str:
+            # most values are one number: nothing to fold
+            out[name] = text if text.isdigit() else normalize(text)
+        elif text.errno != errno.ENOENT:  # type: ignore[union-attr]
+            problems.append(from_oserror(f"/{rel} ({name})", text))  # type: ignore[arg-type]
     return out, problems
 
 
