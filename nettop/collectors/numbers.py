@@ -25,6 +25,10 @@ def is_decimal(s: str) -> bool:
 def decimal(s: str, bits: int = 64, what: str = "value") -> int:
     """An unsigned counter printed in decimal, at most `bits` wide; ValueError otherwise."""
     s = s.strip()
+    if s.isascii() and s.isdigit() and len(s) <= 19:  # the common case: under 10**19 < 2**64
+        n = int(s)
+        if not n >> bits:
+            return n
     if not is_decimal(s):
         raise ValueError(f"{what} {s[:24]!r} is not an unsigned decimal number")
     if len(s) > _DEC_DIGITS.get(bits, 20) and len(s.lstrip("0")) > _DEC_DIGITS.get(bits, 20):
