@@ -51,6 +51,37 @@ def test_a_tree_without_cpufreq_cpuidle_or_conntrack_reads_as_absent(tmp_path):
     assert tuning.conntrack_count is None and tuning.nics["eth0"].rx_missed is None
 
 
+def test_an_unchanged_tick_gives_the_last_tuning_object_and_any_change_a_new_one(tmp_path):
+    """A quiet host's HostTuning is the same object tick after tick (no NicTuning per NIC
+    and no copy of every CPU's node each tick); a conntrack count, a NIC's ring overflows
+    or a governor (at the slow refresh) that moves gives a new one with the new value."""
+    w(tmp_path, "proc/sys/net/netfilter/nf_conntrack_count", "10")
+    w(tmp_path, "proc/sys/net/netfilter/nf_conntrack_max", "100")
+    w(tmp_path, "sys/class/net/eth0/statistics/rx_missed_errors", "1")
+    w(tmp_path, "sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "powersave")
+    w(tmp_path, "sys/devices/system/node/node0/cpulist", "0-3")
+    now = [0.0]
+    reader = TuningReader(SysRoot(str(tmp_path)), slow_s=5.0, clock=lambda: now[0])
+    first, _ = reader.read(["eth0"])
+    now[0] = 1.0
+    again, _ = reader.read(["eth0"])
+    assert again is first and first.cpu_nodes == {0: 0, 1: 0, 2: 0, 3: 0}
+    w(tmp_path, "proc/sys/net/netfilter/nf_conntrack_count", "11")
+    now[0] = 2.0
+    moved, _ = reader.read(["eth0"])
+    assert moved is not first and moved.conntrack_count == 11 and moved.nics["eth0"] is first.nics["eth0"]
+    w(tmp_path, "sys/class/net/eth0/statistics/rx_missed_errors", "5")
+    now[0] = 3.0
+    missed, _ = reader.read(["eth0"])
+    assert missed is not moved and missed.nics["eth0"].rx_missed == 5
+    now[0] = 9.0  # the slow facts read again: the same, so the same objects
+    assert reader.read(["eth0"])[0] is missed
+    w(tmp_path, "sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "performance")
+    now[0] = 15.0
+    gov, _ = reader.read(["eth0"])
+    assert gov is not missed and gov.governors == {"performance": 1} and gov.cpu_nodes is missed.cpu_nodes
+
+
 def test_live_conntrack_and_cstates_are_the_kernels_own(tmp_path):
     tuning, problems = TuningReader.live(LIVE).read(["lo"])
     path = Path("/proc/sys/net/netfilter/nf_conntrack_max")

@@ -124,6 +124,7 @@ class TuningReader:
         self._nodes: dict[int, int] = {}
         self._features: dict[str, Mapping[str, bool] | None] = {}
         self._local: dict[str, tuple[int, ...] | None] = {}
+        self._out: HostTuning | None = None  # the last tick's, given again while all is the same
         # the conntrack fill's two sysctls, read every tick: through the sampler's held
         # descriptors when it gives them (nettop/kernel/held_files.py)
         self.files: HeldFiles | None = None
@@ -160,25 +161,44 @@ class TuningReader:
         now = self._clock()
         if self._last is None or now - self._last >= self.slow_s or set(names) - self._local.keys():
             self._last = now
-            self._governors = read_governors(self.root)
-            self._idle = read_idle_states(self.root)
-            self._nodes = read_cpu_nodes(self.root)
+            # kept as the same objects while equal: the tick's HostTuning is then the last one
+            governors, idle, nodes = read_governors(self.root), read_idle_states(self.root), read_cpu_nodes(self.root)
+            if governors != self._governors:
+                self._governors = governors
+            if idle != self._idle:
+                self._idle = idle
+            if nodes != self._nodes:
+                self._nodes = nodes
             self._local = {n: read_local_cpus(self.root, n) for n in names}
         known = features or {}
         self._features = {n: known[n] if n in known else self.features(n) for n in names}
         dumped = missed or {}
         src = self.files if self.files is not None else self.root
-        nics = {n: NicTuning(ifname=n, features=self._features.get(n),
-                             rx_missed=dumped[n] if n in dumped else read_missed(self.root, n, problems),
-                             local_cpus=self._local.get(n)) for n in names}
-        return HostTuning(
-            governors=dict(self._governors),
-            idle_states=self._idle,
-            conntrack_count=_int(src, CONNTRACK_COUNT, problems),
-            conntrack_max=_int(src, CONNTRACK_MAX, problems),
-            cpu_nodes=dict(self._nodes),
-            nics=nics,
-        ), problems
+        # a value as last tick's is last tick's object: a quiet host's tuning is the same
+        # objects tick after tick, not a NicTuning per NIC and a copy of 1,024 CPUs' nodes
+        last = self._out.nics if self._out is not None else {}
+        nics: dict[str, NicTuning] = {}
+        same = len(last) == len(names)
+        for n in names:
+            feats = self._features.get(n)
+            rx_missed = dumped[n] if n in dumped else read_missed(self.root, n, problems)
+            local = self._local.get(n)
+            prev = last.get(n)
+            if prev is None or prev.rx_missed != rx_missed or prev.local_cpus != local or prev.features != feats:
+                prev = NicTuning(ifname=n, features=feats, rx_missed=rx_missed, local_cpus=local)
+                same = False
+            nics[n] = prev
+        count = _int(src, CONNTRACK_COUNT, problems)
+        top = _int(src, CONNTRACK_MAX, problems)
+        out = self._out
+        if not (same and out is not None and out.conntrack_count == count and out.conntrack_max == top
+                and out.governors is self._governors and out.idle_states is self._idle
+                and out.cpu_nodes is self._nodes):
+            # the slow facts' dicts as read (each read makes new ones, none is changed after)
+            out = self._out = HostTuning(governors=self._governors, idle_states=self._idle,
+                                         conntrack_count=count, conntrack_max=top,
+                                         cpu_nodes=self._nodes, nics=nics)
+        return out, problems
 
     def features(self, ifname: str) -> Mapping[str, bool] | None:
         """The offloads the doctor judges (`FEATURES_SHOWN`): one ethtool netlink request,
