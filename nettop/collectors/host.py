@@ -243,7 +243,8 @@ class HostReader:
         problems.extend(consistency.check_cpu_sets(online, table.cpus, sirq, times, snet, damaged))
 
         nics = [n for n in names if n != "lo"]
-        qstats = take(self._queue_counters.read({n: link_map[n].ifindex for n in nics}, t_mono))
+        nic_index = {n: link_map[n].ifindex for n in nics}  # name -> ifindex, read by the three below
+        qstats = take(self._queue_counters.read(nic_index, t_mono))
         if not root.live:
             qstats = {**qstats, **queue_counters.saved_ethtool_stats(root, nics)}
         screen, rows = self.on_screen, self.screen_queues  # once: the consumer may swap them
@@ -261,7 +262,7 @@ class HostReader:
                 if drawn is not None and n in screen:
                     screen_irqs.update(i for q in drawn.queues if (q.kind, q.index) in r for i in q.irqs)
         settings = self._settings.read(
-            t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__, screen_irqs,
+            t_mono, nic_index, screen.__contains__, screen_irqs,
             mapped | self.follow_irqs,
             lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None), listings,
             sysfs_rows)
@@ -270,7 +271,7 @@ class HostReader:
         eth: dict[str, NicRead] = {}
         if self._ethtool is not None:
             ethtool = self._ethtool
-            eth = self._nic_settings.read(t_mono, {n: link_map[n].ifindex for n in nics}, screen.__contains__,
+            eth = self._nic_settings.read(t_mono, nic_index, screen.__contains__,
                                           lambda n: nic_settings.read_nic_settings(ethtool, n),
                                           self._tuning.features if root.live else None,
                                           (set(nics) if ethtool_changed is None else ethtool_changed)
