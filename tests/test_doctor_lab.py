@@ -220,7 +220,7 @@ def test_tcp_buffers_below_the_bdp_inside_the_peer_namespace_and_the_fix(veth_la
     bdp = f["figures"]["bdp_bytes"]
     assert f["figures"]["speed_mbps"] == 10000 and bdp > 1024 and f["figures"]["tcp_rmem_max"] == 1024
     assert f["figures"]["bdp_bytes"] == int(10000e6 / 8 * f["figures"]["rtt_ms"] / 1000)
-    for attempt in range(4):
+    for _ in range(4):
         (line,) = f["fix"]
         assert line.startswith("nettop set sysctl net.ipv4.tcp_rmem 1024 1024 ")
         new_max = int(line.split()[-1])

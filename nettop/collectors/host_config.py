@@ -27,6 +27,7 @@ and /run are read.
 from __future__ import annotations
 
 import errno
+import functools
 import time
 from typing import Callable
 
@@ -55,6 +56,7 @@ DEFAULT_QDISC = "net.core.default_qdisc"
 RPS_SOCK_FLOW_ENTRIES = "net.core.rps_sock_flow_entries"
 COMM = "irqbalance"
 SOCKET_DIRS = ("run/irqbalance", "var/run/irqbalance")
+_HOST_SYSCTLS = (DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES, *SYSCTLS)  # what read_host_config reads
 
 
 def sysctl_path(name: str) -> str:
@@ -67,7 +69,10 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-_PATHS: dict[tuple[str, ...], tuple[str, ...]] = {}  # names -> their proc/sys paths, made once
+@functools.lru_cache(maxsize=64)
+def _sysctl_paths(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`sysctl_path` of each name, made once per tuple of names (fifteen a tick)."""
+    return tuple(map(sysctl_path, names))
 
 
 def read_sysctls(root: SysRoot, names: tuple[str, ...] = SYSCTLS, files: HeldFiles | None = None
@@ -76,11 +81,7 @@ def read_sysctls(root: SysRoot, names: tuple[str, ...] = SYSCTLS, files: HeldFil
     held descriptors, when given: nettop/kernel/held_files.py)."""
     out: dict[str, str] = {}
     problems: list[Problem] = []
-    rels = _PATHS.get(names)
-    if rels is None:
-        if len(_PATHS) >= 64:
-            _PATHS.clear()
-        rels = _PATHS[names] = tuple(map(sysctl_path, names))
+    rels = _sysctl_paths(names)
     if files is not None:
         got: list[str | OSError] = files.read_lines(rels)
     else:
@@ -103,7 +104,7 @@ def read_host_config(root: SysRoot, irqbalance: IrqbalanceCache | None = None,
                      files: HeldFiles | None = None) -> tuple[HostConfig, list[Problem]]:
     """default_qdisc, rps_sock_flow_entries and the curated sysctls; irqbalance_running
     is filled only when a cache is passed (the caller owns it across ticks)."""
-    values, problems = read_sysctls(root, (DEFAULT_QDISC, RPS_SOCK_FLOW_ENTRIES, *SYSCTLS), files)
+    values, problems = read_sysctls(root, _HOST_SYSCTLS, files)
     flow_entries = None
     text = values.pop(RPS_SOCK_FLOW_ENTRIES, None)
     if text is not None:

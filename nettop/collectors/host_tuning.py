@@ -194,7 +194,7 @@ class TuningReader:
         if not (same and out is not None and out.conntrack_count == count and out.conntrack_max == top
                 and out.governors is self._governors and out.idle_states is self._idle
                 and out.cpu_nodes is self._nodes):
-            # the slow facts' dicts as read (each read makes new ones, none is changed after)
+            # the slow facts' objects as kept above (never changed once read), not copies
             out = self._out = HostTuning(governors=self._governors, idle_states=self._idle,
                                          conntrack_count=count, conntrack_max=top,
                                          cpu_nodes=self._nodes, nics=nics)
