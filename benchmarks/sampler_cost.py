@@ -6,7 +6,8 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
   - the sampler's CPU time per tick (thread CPU time of HostReader.read(), median of N),
   - the floor: CPU time to open+read() exactly the files a tick read (recorded by
     wrapping os.open/os.listdir/os.readlink over N ticks, their clock stepped by 1 s so
-    that the settings rotation reads what it would at a 1 s interval; per-tick means),
+    that the settings rotation reads what it would at a 1 s interval; per-tick means;
+    the paths it looks up with os.stat too, as a stat each),
     plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
   - their ratio. Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
     tree and <= 10 ms on the 1,024-CPU one (LIMIT_MS).
@@ -46,16 +47,21 @@ from stepped_clock import SteppedClock  # noqa: E402  (tests/stepped_clock.py)
 
 
 PREADS: list[str] = []  # paths the last record_accesses read again through held fds (os.pread)
+STATS: list[str] = []  # paths (or "DIR\0NAME") the last record_accesses looked up with os.stat
 
 
 def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list[str], list[str]]:
     """Paths `ticks` ticks open, list and read links of (all of them, in order); the
-    files read again through a descriptor held open (os.pread) go to PREADS."""
+    files read again through a descriptor held open (os.pread) go to PREADS, the paths
+    looked up with os.stat (whether a file is there, whether a directory changed) to
+    STATS."""
     opened: list[str] = []
     listed: list[str] = []
     linked: list[str] = []
     PREADS.clear()
+    STATS.clear()
     real_open, real_listdir, real_readlink, real_pread = os.open, os.listdir, os.readlink, os.pread
+    real_stat = os.stat
     real_builtin_open = builtins.open
 
     def bo(path, mode="r", *a, **kw):  # type: ignore[no-untyped-def]
@@ -82,13 +88,20 @@ def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list
         PREADS.append(real_readlink(f"/proc/self/fd/{fd}"))
         return real_pread(fd, n, off)
 
+    def st(path, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        if isinstance(path, str):  # (os.path.exists and isdir call it too)
+            STATS.append(path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
+        return real_stat(path, *a, dir_fd=dir_fd, **kw)
+
     os.open, os.listdir, os.readlink, os.pread = o, ld, rl, pr  # type: ignore[assignment]
+    os.stat = st  # type: ignore[assignment]
     builtins.open = bo
     try:
         for _ in range(ticks):
             reader.read()
     finally:
         os.open, os.listdir, os.readlink, os.pread = real_open, real_listdir, real_readlink, real_pread  # type: ignore[assignment]
+        os.stat = real_stat  # type: ignore[assignment]
         builtins.open = real_builtin_open
     return opened, listed, linked
 
@@ -119,10 +132,11 @@ def _netlink_dump(msg_type: int, family_hdr: bytes) -> int:
 
 
 def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: bool,
-              preads: list[str] = ()) -> float:  # type: ignore[assignment]
+              preads: list[str] = (), stats: list[str] = ()) -> float:  # type: ignore[assignment]
     """CPU time to read exactly these files (a file the sampler holds open, `preads`, as
     one pread of a descriptor opened outside the measured time), list these directories,
-    read these links and (`netlink`) take the link and qdisc dumps."""
+    read these links, look up these paths (`stats`: os.stat) and (`netlink`) take the
+    link and qdisc dumps."""
     held: dict[str, int] = {}
     for p in preads:
         if p not in held:
@@ -172,6 +186,18 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
             os.readlink(p)
         except OSError:
             pass
+    for p in stats:
+        try:
+            if "\0" in p:
+                d, name = p.split("\0")
+                dfd = dirs.get(d)
+                if dfd is None:
+                    dfd = dirs[d] = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+                os.stat(name, dir_fd=dfd)
+            else:
+                os.stat(p)
+        except OSError:
+            pass
     for dfd in dirs.values():
         os.close(dfd)
     if netlink:
@@ -189,7 +215,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
         # the files of `ticks` ticks at `interval`: with the settings rotation, ticks
         # read different settings files, so the floor and the counts are per-tick means
         opened, listed, linked = record_accesses(reader, ticks)
-        preads = list(PREADS)
+        preads, stats = list(PREADS), list(STATS)
         costs = []
         for _ in range(ticks):
             t = time.thread_time()
@@ -207,13 +233,14 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
     irq_held = [p for p in preads if p.endswith("/per_cpu_count")]
     irq_floor = statistics.median(floor_cpu(irq_files, [], [], False, irq_held) for _ in range(3)) / ticks
     irq_tick = statistics.median(irq_costs)
-    floors = [floor_cpu(opened, listed, linked, False, preads) / ticks + floor_cpu([], [], [], root.live)
+    floors = [floor_cpu(opened, listed, linked, False, preads, stats) / ticks + floor_cpu([], [], [], root.live)
               for _ in range(3)]
     tick = statistics.median(costs)
     floor = statistics.median(floors)
     print(f"{label}:  (per-IRQ counts from {source})")
     print(f"  files read per tick: {len(opened) / ticks:.1f} opened, {len(listed) / ticks:.1f} listed, "
-          f"{len(linked) / ticks:.1f} links, {len(preads) / ticks:.1f} read again through held fds "
+          f"{len(linked) / ticks:.1f} links, {len(stats) / ticks:.1f} stat, "
+          f"{len(preads) / ticks:.1f} read again through held fds "
           f"(mean of {ticks} ticks at {interval:g} s)"
           + (", + netlink link and qdisc dumps" if root.live else ""))
     print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ticks})")
