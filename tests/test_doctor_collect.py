@@ -168,3 +168,57 @@ def test_the_report_section_lists_recorded_findings_and_the_last_windows():
     assert "| softnet drops 5.0/s" not in text  # the event text starts with the severity
     assert "crit softnet-drops:host" in text
     assert "`nettop set sysctl net.core.netdev_max_backlog 2048`" in text
+
+
+def _bloated(t: float, p50: float):
+    """A bufferbloat host's snapshot at `t` whose probes gave `p50` ms over its tick."""
+    from nettop.ping.stats import LatencyStats
+
+    snap = FakeHost(rtt={"peer": (0.5, 10.0)}, qdiscs={"eth0": [("tbf", 500)]}).snapshot(t)
+    return dataclasses.replace(snap, latency={"peer": LatencyStats("peer", "peer", 10, 10, 0.0, p50, p50, p50,
+                                                                   0.0, p50, p50, p50)})
+
+
+def test_a_watch_at_a_tenth_of_a_second_keeps_a_few_ticks_whole_and_every_ticks_probes():
+    from nettop.doctor.engine import evaluate_window
+    from nettop.doctor.watch import WHOLE_PER_WINDOW
+    from nettop.doctor.window import Window
+
+    watch = Watch()
+    window_s = watch.config.window_s
+    spacing = window_s / WHOLE_PER_WINDOW
+    every: list[Point] = []
+    for n in range(150):  # 15 s at -i 0.1: three windows
+        t = n / 10
+        point = Point(_bloated(t, 5.0 + n), None)  # each tick's p50 its own
+        every.append(point)
+        watch.observe(point)
+        w = watch.window()
+        kept = watch._points  # the ticks kept whole
+        assert kept[-1] is point
+        assert len(kept) <= WHOLE_PER_WINDOW + 3
+        gaps = [b.snapshot.t_mono - a.snapshot.t_mono for a, b in zip(kept, list(kept)[1:-1])]
+        assert all(g >= spacing - 1e-9 for g in gaps)
+        if t >= window_s:  # the window spans all but one spacing of window_s
+            assert window_s - spacing - 0.1 - 1e-9 <= w.elapsed <= window_s + 1e-9
+        # every tick after the window's first gives its probes, in order, whole or not
+        want = [p.snapshot.latency["peer"] for p in every if w.first.t_mono < p.snapshot.t_mono]
+        assert w.latency()["peer"] == (want or [point.snapshot.latency["peer"]])  # (one sample: its own)
+    # and the rules find what they find over the same span with every tick kept whole
+    full = evaluate_window(Window([p for p in every if p.snapshot.t_mono >= w.first.t_mono], watch.config.window_s,
+                                  (), watch._idle_rtt), watch.config)
+    assert [f.id for f in watch.findings] == [f.id for f in full] and "bufferbloat:eth0" in {f.id for f in full}
+    assert [f.figures for f in watch.findings] == [f.figures for f in full]
+
+
+def test_a_watch_at_half_a_second_or_more_keeps_every_tick_whole():
+    from nettop.doctor.watch import WHOLE_PER_WINDOW
+
+    for interval in (1.0, Watch().config.window_s / WHOLE_PER_WINDOW):
+        watch = Watch()
+        points = [Point(_bloated(n * interval, 5.0 + n), None) for n in range(30)]
+        for p in points:
+            watch.observe(p)
+        within = [p for p in points if points[-1].snapshot.t_mono - p.snapshot.t_mono <= watch.config.window_s + 1e-6]
+        assert list(watch._points) == within  # as before the thinning: every tick of the window whole
+        assert watch.window().first is within[0].snapshot

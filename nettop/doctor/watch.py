@@ -20,9 +20,29 @@ from typing import Deque, Iterable, Mapping
 from nettop.doctor.engine import DoctorConfig, evaluate_window
 from nettop.doctor.finding import Finding
 from nettop.doctor.window import Window
+from nettop.ebpf.sample import EbpfSample
 from nettop.model.timeline import Event, Point, Timeline
+from nettop.ping.stats import LatencyStats
 
 EVENT_KIND = "finding"
+# Whole points a Watch keeps per window: at a sub-second interval (the live view at
+# `-i 0.1`) it keeps a tick whole only when it is at least window_s / WHOLE_PER_WINDOW
+# after the last one kept, and of the others their probe figures (`Figures`). The rules
+# read the window's first and last samples whole and every tick's latency and eBPF
+# figures only; fifty whole snapshots of a host with a few hundred interfaces were tens
+# of MB, which CPython keeps as its own once used (the live view's memory under churn,
+# docs/collectors.md). At an interval of at least window_s / WHOLE_PER_WINDOW (0.5 s for
+# the 5 s window) every tick is kept whole, as before.
+WHOLE_PER_WINDOW = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """The probe figures of one tick, all a Watch keeps of a tick it does not keep whole."""
+
+    t_mono: float
+    latency: Mapping[str, LatencyStats]
+    ebpf: EbpfSample | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +72,8 @@ class Watch:
                  max_points: int = 120) -> None:
         self.config = config
         self.settle_s = settle_s if settle_s is not None else config.window_s + 1.0
-        self._points: Deque[Point] = collections.deque(maxlen=max_points)
+        self._points: Deque[Point] = collections.deque(maxlen=max_points)  # kept whole
+        self._figures: Deque[Figures] = collections.deque(maxlen=max_points)  # every tick's
         self._idle_rtt: dict[str, float] = {}
         self._events: Deque[Event] = collections.deque(maxlen=200)  # for the irqbalance rule
         self._lock = threading.Lock()
@@ -65,9 +86,17 @@ class Watch:
         """Evaluate with `point` added; events for what appeared or resolved (also added to
         `timeline` when given)."""
         snap = point.snapshot
-        self._points.append(point)
-        while len(self._points) > 2 and snap.t_mono - self._points[1].snapshot.t_mono >= self.config.window_s:
-            self._points.popleft()  # the next one still spans the whole window
+        points = self._points
+        if len(points) >= 2 and points[-1].snapshot.t_mono - points[-2].snapshot.t_mono \
+                < self.config.window_s / WHOLE_PER_WINDOW:
+            points.pop()  # kept whole only while it was the newest; its figures stay
+        points.append(point)
+        self._figures.append(Figures(snap.t_mono, snap.latency, snap.ebpf))
+        while len(points) > 2 and snap.t_mono - points[1].snapshot.t_mono >= self.config.window_s:
+            points.popleft()  # the next one still spans the whole window
+        figures = self._figures
+        while figures[0].t_mono < points[0].snapshot.t_mono:  # (the newest is never older)
+            figures.popleft()
         for target, st in snap.latency.items():
             if st.rtt_min_ms is not None and st.rtt_min_ms < self._idle_rtt.get(target, float("inf")):
                 self._idle_rtt[target] = st.rtt_min_ms
@@ -75,8 +104,7 @@ class Watch:
         if timeline is not None:
             self._events.extend(e for e in timeline.events(since=snap.t_wall - self.config.window_s)
                                 if e.kind == "tuning" and e not in self._events)
-        window = Window(list(self._points), self.config.window_s, self._events, self._idle_rtt)
-        found = evaluate_window(window, self.config)
+        found = evaluate_window(self.window(), self.config)
         out: list[Event] = []
         with self._lock:
             before = {f.id: f for f in self.findings}
@@ -93,6 +121,11 @@ class Watch:
             for e in out:
                 timeline.add_event(e)
         return out
+
+    def window(self) -> Window:
+        """The window the rules judge as of the last `observe` (which must have come):
+        its first and last samples whole, every tick's probe figures between them."""
+        return Window(list(self._points), self.config.window_s, self._events, self._idle_rtt, self._figures)
 
     def _judge(self, t_wall: float, now: Mapping[str, Finding]) -> None:
         for fid, v in list(self.verdicts.items()):

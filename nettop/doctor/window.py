@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import operator
 from itertools import compress
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, Iterable, Mapping, Protocol, Sequence, cast
 
+from nettop.ebpf.sample import EbpfSample
 from nettop.model.counters import U32, U64, delta
 from nettop.model.counts import CountMatrix, numpy, table_matrix
 from nettop.model.cpu_columns import ARRAYS_FROM, EXACT, SOFTIRQS, SOFTNET, TIMES, columns
@@ -218,11 +219,28 @@ def _steps(va: Any, vb: Any) -> _Steps:
     return _SparseSteps(rows, cols, d, nrows, ncols)
 
 
+class Sample(Protocol):
+    """What the rules read of every tick in the window, not only of its first and last:
+    the probes' figures, each of the interval that ended with that tick."""
+
+    @property
+    def t_mono(self) -> float: ...
+
+    @property
+    def latency(self) -> Mapping[str, LatencyStats]: ...
+
+    @property
+    def ebpf(self) -> EbpfSample | None: ...
+
+
 class Window:
     """The last `window_s` seconds of a timeline, as seen by the rules."""
 
     def __init__(self, points: Sequence[Point], window_s: float = 5.0,
-                 events: Iterable[Event] = (), idle_rtt: Mapping[str, float] | None = None) -> None:
+                 events: Iterable[Event] = (), idle_rtt: Mapping[str, float] | None = None,
+                 samples: Iterable[Sample] | None = None) -> None:
+        """`samples`: every tick's probe figures (latency, eBPF), when `points` holds only
+        some of the ticks whole (a Watch at a sub-second interval); else the points' own."""
         if not points:
             raise ValueError("a window needs at least one sample")
         self.last: Snapshot = points[-1].snapshot
@@ -232,7 +250,9 @@ class Window:
             i -= 1
             first = points[i].snapshot
         self.first = first
-        self.samples = [p.snapshot for p in points[i:]]
+        # from the first sample on (its own figures are of the interval before the window)
+        self.samples: list[Sample] = ([p.snapshot for p in points[i:]] if samples is None
+                                      else [s for s in samples if first.t_mono <= s.t_mono <= self.last.t_mono])
         self.history = points  # for baselines (idle RTT) over all the timeline holds
         self.events = list(events)
         self._idle_rtt = idle_rtt  # a running minimum kept by a Watch, else the history's
