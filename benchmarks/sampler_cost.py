@@ -153,16 +153,21 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
             except OSError:
                 pass
     dirs: dict[str, int] = {}  # the directories held, opened once (in the measured time)
+
+    def at(p: str) -> tuple[str, int | None]:
+        """A recorded path as (name, the held directory's fd) or (path, None)."""
+        if "\0" not in p:
+            return p, None
+        d, name = p.split("\0")
+        dfd = dirs.get(d)
+        if dfd is None:
+            dfd = dirs[d] = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        return name, dfd
+
     for p in opened:
         try:
-            if "\0" in p:
-                d, name = p.split("\0")
-                dfd = dirs.get(d)
-                if dfd is None:
-                    dfd = dirs[d] = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-                fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
-            else:
-                fd = os.open(p, os.O_RDONLY)
+            name, dfd = at(p)
+            fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
         except OSError:
             continue
         try:
@@ -188,14 +193,8 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
             pass
     for p in stats:
         try:
-            if "\0" in p:
-                d, name = p.split("\0")
-                dfd = dirs.get(d)
-                if dfd is None:
-                    dfd = dirs[d] = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-                os.stat(name, dir_fd=dfd)
-            else:
-                os.stat(p)
+            name, dfd = at(p)
+            os.stat(name, dir_fd=dfd)
         except OSError:
             pass
     for dfd in dirs.values():
