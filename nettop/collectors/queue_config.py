@@ -37,8 +37,22 @@ _FILES = {"rx": ("rps_cpus", "rps_flow_cnt"), "tx": ("xps_cpus", "xps_rxqs")}
 
 def parse_queue_dirs(names: list[str]) -> list[tuple[str, int]]:
     """("rx", 0), ("rx", 1), ("tx", 0) ... from the entries of sys/class/net/IF/queues,
-    sorted rx before tx and by number (so "rx-10" follows "rx-9")."""
-    return list(_parsed(tuple(names)))
+    sorted rx before tx and by number (so "rx-10" follows "rx-9"). The list is shared:
+    do not change it. A listing kept from tick to tick (KeptListings) is the same list
+    object, and gives the same parsed list: its readers (the queue map, the settings
+    rotation) then see an unchanged listing by identity, not by comparing 256 entries."""
+    hit = _BY_LISTING.get(id(names))
+    if hit is not None and hit[0] is names:
+        return hit[1]
+    got = list(_parsed(tuple(names)))
+    if len(_BY_LISTING) >= 64:
+        _BY_LISTING.clear()
+    _BY_LISTING[id(names)] = (names, got)  # the listing kept alive: its id is not reused
+    return got
+
+
+# id(listing) -> (the listing, its parse); bounded, cleared when full
+_BY_LISTING: dict[int, tuple[list[str], list[tuple[str, int]]]] = {}
 
 
 @functools.lru_cache(maxsize=256)
