@@ -228,6 +228,38 @@ def test_held_sysctls_read_in_one_pass_show_another_processs_change_and_a_missin
 
 
 @root_only
+def test_a_file_found_absent_is_asked_for_again_only_after_the_absent_time_of_ticks():
+    """An absent one-value file (a sysctl of a module not loaded yet) is not opened again
+    each tick: it fails from memory for ABSENT_S seconds of the reader's ticks, then is
+    opened again and shows; without tick times (`now` None) every read opens it."""
+    from nettop.kernel.held_files import ABSENT_S, HeldFiles
+    from lab import run
+
+    name = f"ntl{os.getpid()}x8a"
+    rel = f"sys/class/net/{name}/mtu"
+    files, plain = HeldFiles(LIVE), HeldFiles(LIVE)
+    try:
+        files.now = 1000.0
+        with pytest.raises(FileNotFoundError) as first:
+            files.read_line(rel)
+        with pytest.raises(FileNotFoundError):
+            plain.read_line(rel)
+        run(["ip", "link", "add", name, "mtu", "1400", "type", "veth"])
+        files.now += ABSENT_S - 1
+        with pytest.raises(FileNotFoundError) as again:  # from memory: not opened
+            files.read_line(rel)
+        assert again.value.filename == first.value.filename == f"/{rel}"
+        assert files.read_lines([rel, "proc/uptime"])[0].__class__ is FileNotFoundError
+        assert plain.read_line(rel) == "1400"  # no tick times: opened each time
+        files.now += 1
+        assert files.read_line(rel) == "1400"  # ABSENT_S later: opened, and there
+    finally:
+        run(["ip", "link", "del", name], check=False)
+        files.close()
+        plain.close()
+
+
+@root_only
 def test_held_files_follow_uptime_an_interface_recreated_and_stay_within_budget():
     from nettop.kernel.held_files import HeldFiles
     from lab import run

@@ -181,6 +181,7 @@ class HostReader:
             return value
 
         root = self.root
+        self._files.now = t_mono  # an absent one-value file is asked for again after a while
         if self.settings_notices is not None:
             self.settings_changed(*self.settings_notices())
         probes = self.probes  # once: the TUI's probe switch may swap it from its own thread

@@ -100,7 +100,7 @@ def read_local_cpus(root: SysRoot, ifname: str) -> tuple[int, ...] | None:
         return None
 
 
-def read_missed(root: SysRoot, ifname: str, problems: list[Problem]) -> int | None:
+def read_missed(root: SysRoot | HeldFiles, ifname: str, problems: list[Problem]) -> int | None:
     total, seen = 0, False
     for name in MISSED_COUNTERS:
         v = _int(root, f"sys/class/net/{ifname}/statistics/{name}", problems)
@@ -173,6 +173,7 @@ class TuningReader:
         known = features or {}
         self._features = {n: known[n] if n in known else self.features(n) for n in names}
         dumped = missed or {}
+        # through the held files: a counter the driver lacks is not asked for each tick
         src = self.files if self.files is not None else self.root
         # a value as last tick's is last tick's object: a quiet host's tuning is the same
         # objects tick after tick, not a NicTuning per NIC and a copy of 1,024 CPUs' nodes
@@ -181,7 +182,7 @@ class TuningReader:
         same = len(last) == len(names)
         for n in names:
             feats = self._features.get(n)
-            rx_missed = dumped[n] if n in dumped else read_missed(self.root, n, problems)
+            rx_missed = dumped[n] if n in dumped else read_missed(src, n, problems)
             local = self._local.get(n)
             prev = last.get(n)
             if prev is None or prev.rx_missed != rx_missed or prev.local_cpus != local or prev.features != feats:

@@ -23,6 +23,7 @@ be read stale. Not thread-safe; `close` when done.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 from typing import Iterable, Sequence
@@ -71,16 +72,30 @@ def close_all(fds: Iterable[int]) -> None:
             pass
 
 
-class HeldFiles:
-    """`read_line`/`read_text` as `SysRoot` has them, through held descriptors where it may."""
+ABSENT_S = 5.0  # a file found absent is asked for again after this many seconds of ticks
 
-    __slots__ = ("root", "hold", "max_open", "_fds")
+
+class HeldFiles:
+    """`read_line`/`read_text` as `SysRoot` has them, through held descriptors where it may.
+
+    A file that is not there (ENOENT: nf_conntrack's sysctls before the module is loaded,
+    `flow_limit_cpu_bitmap` outside the initial namespace, counters a driver lacks) is
+    not opened again for `ABSENT_S` seconds of the reader's ticks (`now`, which the
+    reader sets each tick; None: asked every time): it fails as it did, from memory.
+    Such files were a third of the failed opens, and most of the exceptions, of a tick on
+    a host without conntrack. One that appears (the module loaded) shows within `ABSENT_S`.
+    """
+
+    __slots__ = ("root", "hold", "max_open", "_fds", "now", "_absent")
 
     def __init__(self, root: SysRoot, max_open: int | None = None) -> None:
         self.root = root
         self.hold = root.in_place or root.live
         self.max_open = _budget() if max_open is None else max_open
         self._fds: dict[str, int] = {}  # root-relative path -> a descriptor held open
+        self.now: float | None = None  # the tick's monotonic time (the reader's clock)
+        # root-relative path -> (when it was found absent, strerror, the path it named)
+        self._absent: dict[str, tuple[float, str, str]] = {}
 
     def _read(self, rel: str) -> bytes:
         """The held file's bytes (up to 64 KiB); raises OSError as a fresh open and read
@@ -109,9 +124,32 @@ class HeldFiles:
     def read_line(self, rel: str) -> str:
         """A one-value file, stripped (as `SysRoot.read_line`, which a captured tree's
         read is: its sosreport stand-ins included)."""
-        if not self.hold:
-            return self.root.read_line(rel)
-        return self._read(rel).decode("latin-1").strip()
+        if self._absent and rel in self._absent:
+            self._still_absent(rel)
+        try:
+            if not self.hold:
+                return self.root.read_line(rel)
+            return self._read(rel).decode("latin-1").strip()
+        except FileNotFoundError as exc:
+            self._found_absent(rel, exc)
+            raise
+
+    def _found_absent(self, rel: str, exc: FileNotFoundError) -> None:
+        if self.now is None:
+            return
+        if len(self._absent) >= 256:  # bounded: the names asked are a few per interface
+            self._absent.clear()
+        self._absent[rel] = (self.now, exc.strerror or "No such file or directory",
+                             exc.filename if isinstance(exc.filename, str) else self.root.join(rel))
+
+    def _still_absent(self, rel: str) -> None:
+        """Raise FileNotFoundError, as the open did, while `rel` was found absent less than
+        `ABSENT_S` ago; else forget that (the caller opens it again)."""
+        when, why, path = self._absent[rel]
+        now = self.now
+        if now is not None and 0 <= now - when < ABSENT_S:
+            raise FileNotFoundError(errno.ENOENT, why, path)
+        del self._absent[rel]
 
     def read_lines(self, rels: Sequence[str]) -> list[str | OSError]:
         """`read_line` of each of `rels`, in order, each the value or the OSError its read
@@ -143,9 +181,15 @@ class HeldFiles:
 
     def read_text(self, rel: str) -> str:
         """A whole small file as text (as `SysRoot.read_text`; files under 64 KiB)."""
-        if not self.hold:
-            return self.root.read_text(rel)
-        return self._read(rel).decode("latin-1")
+        if self._absent and rel in self._absent:
+            self._still_absent(rel)
+        try:
+            if not self.hold:
+                return self.root.read_text(rel)
+            return self._read(rel).decode("latin-1")
+        except FileNotFoundError as exc:
+            self._found_absent(rel, exc)
+            raise
 
     @property
     def held(self) -> int:
