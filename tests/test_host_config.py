@@ -254,3 +254,27 @@ def test_a_scan_reads_only_new_processes_comm_and_all_of_them_every_full_interva
     assert cache.running(root) is False and cache.comms_read == 0
     clock.t += 55
     assert cache.running(root) is True
+
+
+def test_socket_directories_are_listed_each_call_only_while_one_is_there(tmp_path):
+    root, clock = SysRoot(str(tmp_path)), Clock()
+    add_proc(tmp_path, 1, "systemd")
+    cache = IrqbalanceCache(interval=5.0, clock=clock)
+    assert cache.running(root) is False and cache.scans == 1
+    # GIVEN irqbalance starts with its socket while no socket directory was there: it is
+    # looked for at the scan's pace, and then found through the socket, without a scan
+    add_proc(tmp_path, 812, "irqbalance")
+    (tmp_path / "run/irqbalance").mkdir(parents=True)
+    (tmp_path / "run/irqbalance/irqbalance812.sock").write_text("")
+    clock.t += 1
+    assert cache.running(root) is False
+    clock.t += 4.5
+    assert cache.running(root) is True and cache.scans == 1
+    # WHEN it stops, the directory stays: the next irqbalance is found at once through it
+    shutil.rmtree(tmp_path / "proc/812")
+    (tmp_path / "run/irqbalance/irqbalance812.sock").unlink()
+    assert cache.running(root) is False and cache.scans == 2
+    add_proc(tmp_path, 900, "irqbalance")
+    (tmp_path / "run/irqbalance/irqbalance900.sock").write_text("")
+    clock.t += 1
+    assert cache.running(root) is True and cache.scans == 2

@@ -13,8 +13,9 @@ irqbalance rewrites `smp_affinity` every few seconds, so an operator who moves a
 while it runs sees the move silently reverted. Finding it must be cheap on a host with
 thousands of processes: `IrqbalanceCache` re-checks the pid it found last (one open),
 then the control sockets irqbalance creates as /run/irqbalance/irqbalance<pid>.sock
-(one listdir), and only then scans /proc/*/comm, at most once per `interval` seconds
-while nothing is found. A scan reads the comm of the processes that were not there at
+(one listdir; while neither socket directory exists, listed again only with the scan),
+and only then scans /proc/*/comm, at most once per `interval` seconds while nothing is
+found. A scan reads the comm of the processes that were not there at
 the last scan only (the others were looked at then); every `full_interval` seconds, and
 right after the irqbalance it knew stopped, all of them: so an irqbalance started as a
 new process is seen within `interval`, and one that took over a pid already looked at (an
@@ -149,6 +150,7 @@ class IrqbalanceCache:
         self._seen: frozenset[str] = frozenset()  # the /proc entries the last scan saw
         self.scans = 0  # /proc scans done, for tests and the cost report
         self.comms_read = 0  # comm files the last scan read (a test's figure)
+        self._sockets = True  # a socket directory was there at the last look (or none yet)
 
     def running(self, root: SysRoot) -> bool:
         if self._pid is not None:
@@ -156,10 +158,16 @@ class IrqbalanceCache:
                 return True
             self._pid = None
             self._last_scan = None  # it just stopped or restarted: look again now
-        pid = pid_from_sockets(root)
+        now = self._clock()
+        due = self._last_scan is None or now - self._last_scan >= self.interval
+        pid = None
+        # the socket directories are listed each call while one is there (irqbalance is
+        # installed: a started one is seen at once); while neither is, at the scan's pace
+        # only (a failed listing a tick, twice, on the many hosts without irqbalance)
+        if self._sockets or due:
+            pid, self._sockets = _from_sockets(root)
         if pid is None:
-            now = self._clock()
-            if self._last_scan is not None and now - self._last_scan < self.interval:
+            if not due:
                 return False
             full = (self._last_scan is None or self._last_full is None
                     or now - self._last_full >= self.full_interval)
@@ -190,17 +198,24 @@ def is_irqbalance(root: SysRoot, pid: int) -> bool:
 
 def pid_from_sockets(root: SysRoot) -> int | None:
     """The pid of a live irqbalance named by a control socket irqbalance<pid>.sock."""
+    return _from_sockets(root)[0]
+
+
+def _from_sockets(root: SysRoot) -> tuple[int | None, bool]:
+    """(`pid_from_sockets`, whether a socket directory could be listed)."""
+    listed = False
     for d in SOCKET_DIRS:
         try:
             names = root.listdir(d)
         except OSError:
             continue
+        listed = True
         for name in names:
             digits = name[len(COMM):-len(".sock")]
             if name.startswith(COMM) and name.endswith(".sock") and is_decimal(digits) and len(digits) <= 10:
                 if is_irqbalance(root, int(digits)):
-                    return int(digits)
-    return None
+                    return int(digits), True
+    return None, listed
 
 
 def scan_proc(root: SysRoot) -> int | None:
