@@ -7,7 +7,7 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
   - the floor: CPU time to open+read() exactly the files a tick read (recorded by
     wrapping os.open/os.listdir/os.readlink over N ticks, their clock stepped by 1 s so
     that the settings rotation reads what it would at a 1 s interval; per-tick means;
-    the paths it looks up with os.stat too, as a stat each),
+    the paths it looks up with os.stat or os.access too, as one such call each),
     plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
   - their ratio. Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
     tree and <= 10 ms on the 1,024-CPU one (LIMIT_MS).
@@ -47,7 +47,9 @@ from stepped_clock import SteppedClock  # noqa: E402  (tests/stepped_clock.py)
 
 
 PREADS: list[str] = []  # paths the last record_accesses read again through held fds (os.pread)
-STATS: list[str] = []  # paths (or "DIR\0NAME") the last record_accesses looked up with os.stat
+# paths (or "DIR\0NAME") the last record_accesses looked up with os.stat, and ("\1PATH")
+# with os.access
+STATS: list[str] = []
 
 
 def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list[str], list[str]]:
@@ -61,7 +63,7 @@ def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list
     PREADS.clear()
     STATS.clear()
     real_open, real_listdir, real_readlink, real_pread = os.open, os.listdir, os.readlink, os.pread
-    real_stat = os.stat
+    real_stat, real_access = os.stat, os.access
     real_builtin_open = builtins.open
 
     def bo(path, mode="r", *a, **kw):  # type: ignore[no-untyped-def]
@@ -93,15 +95,20 @@ def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list
             STATS.append(path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
         return real_stat(path, *a, dir_fd=dir_fd, **kw)
 
+    def ac(path, mode, *a, **kw):  # type: ignore[no-untyped-def]
+        if isinstance(path, str):  # SysRoot.exists: recorded as "\1PATH", replayed as access
+            STATS.append("\1" + path)
+        return real_access(path, mode, *a, **kw)
+
     os.open, os.listdir, os.readlink, os.pread = o, ld, rl, pr  # type: ignore[assignment]
-    os.stat = st  # type: ignore[assignment]
+    os.stat, os.access = st, ac  # type: ignore[assignment]
     builtins.open = bo
     try:
         for _ in range(ticks):
             reader.read()
     finally:
         os.open, os.listdir, os.readlink, os.pread = real_open, real_listdir, real_readlink, real_pread  # type: ignore[assignment]
-        os.stat = real_stat  # type: ignore[assignment]
+        os.stat, os.access = real_stat, real_access  # type: ignore[assignment]
         builtins.open = real_builtin_open
     return opened, listed, linked
 
@@ -192,6 +199,9 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
         except OSError:
             pass
     for p in stats:
+        if p.startswith("\1"):  # an existence check made with access(2)
+            os.access(p[1:], os.F_OK)
+            continue
         try:
             name, dfd = at(p)
             os.stat(name, dir_fd=dfd)

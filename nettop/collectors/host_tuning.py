@@ -15,6 +15,7 @@ simply left out: that is the normal state of many hosts, not a problem.
 from __future__ import annotations
 
 import errno
+import itertools
 import time
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
@@ -46,6 +47,25 @@ def _int(root: SysRoot | HeldFiles, rel: str, problems: list[Problem]) -> int | 
     except ValueError:
         pass
     return None
+
+
+def _ints(src: SysRoot | HeldFiles, rels: list[str], problems: list[Problem]) -> list[int | None]:
+    """`_int` of each of `rels`: through the held files in one pass (`read_lines`, where an
+    absent one is its error, not a raise) when `src` is them."""
+    if not isinstance(src, HeldFiles):
+        return [_int(src, rel, problems) for rel in rels]
+    out: list[int | None] = []
+    for rel, got in zip(rels, src.read_lines(rels)):
+        if isinstance(got, str):
+            try:
+                out.append(int(got))
+                continue
+            except ValueError:
+                pass
+        elif got.errno not in _QUIET:
+            problems.append(from_oserror("/" + rel, got))
+        out.append(None)
+    return out
 
 
 def read_governors(root: SysRoot) -> dict[str, int]:
@@ -180,17 +200,26 @@ class TuningReader:
         last = self._out.nics if self._out is not None else {}
         nics: dict[str, NicTuning] = {}
         same = len(last) == len(names)
+        # the ring overflow counters the dump did not give, and the conntrack fill, in one
+        # pass: a tree's NIC without them, a host without conntrack, asks again only now
+        # and then (held_files.ABSENT_S)
+        rels = [f"sys/class/net/{n}/statistics/{c}" for n in names if n not in dumped for c in MISSED_COUNTERS]
+        values = _ints(src, rels + [CONNTRACK_COUNT, CONNTRACK_MAX], problems)
+        count, top = values[-2:]
+        sysfs_missed = iter(values)
         for n in names:
             feats = self._features.get(n)
-            rx_missed = dumped[n] if n in dumped else read_missed(src, n, problems)
+            if n in dumped:
+                rx_missed = dumped[n]
+            else:
+                got = [v for v in itertools.islice(sysfs_missed, len(MISSED_COUNTERS)) if v is not None]
+                rx_missed = sum(got) if got else None
             local = self._local.get(n)
             prev = last.get(n)
             if prev is None or prev.rx_missed != rx_missed or prev.local_cpus != local or prev.features != feats:
                 prev = NicTuning(ifname=n, features=feats, rx_missed=rx_missed, local_cpus=local)
                 same = False
             nics[n] = prev
-        count = _int(src, CONNTRACK_COUNT, problems)
-        top = _int(src, CONNTRACK_MAX, problems)
         out = self._out
         if not (same and out is not None and out.conntrack_count == count and out.conntrack_max == top
                 and out.governors is self._governors and out.idle_states is self._idle

@@ -171,8 +171,14 @@ class HeldFiles:
                     for i, data in zip(at, got):
                         if len(data) < _SMALL:  # else read again whole below
                             out[i] = data.decode("latin-1").strip()
+        absent = self._absent
         for i, rel in enumerate(rels):
             if out[i] is None:
+                if absent and rel in absent:  # found absent a moment ago: no open, no raise
+                    when, why, path = absent[rel]
+                    if self.now is not None and 0 <= self.now - when < ABSENT_S:
+                        out[i] = FileNotFoundError(errno.ENOENT, why, path)
+                        continue
                 try:
                     out[i] = self.read_line(rel)
                 except OSError as exc:
