@@ -85,6 +85,25 @@ def test_one_missing_statistics_file_is_null_and_named(tmp_path):
         f"{t}/sys/class/net/eth0/statistics lacks rx_dropped: unknown"]
 
 
+@pytest.mark.parametrize("text", ["12x\n", "-5\n", "1_000\n", f"{2**64}\n", "\n", "7", "9" * 70 + "\n"])
+def test_a_statistics_file_that_is_not_a_plain_counter_is_named_and_the_others_read(tmp_path, text):
+    """The eight counters are read in one pass while each is a plain decimal; one that is
+    not (damaged, signed, too wide, cut, longer than a counter) is read file by file, as
+    before: that one named, the other seven as the files say."""
+    t = tree(tmp_path)
+    stats = t / ETH0 / "statistics"
+    want = {f: int((stats / f).read_text()) for f in ("rx_bytes", "tx_bytes", "rx_packets", "tx_dropped")}
+    (stats / "rx_errors").write_text(text)
+    snap = read(t)
+    link = snap.links["eth0"]
+    assert {f: getattr(link, f) for f in want} == want
+    named = [m for m in messages(snap) if "statistics/rx_errors" in m]
+    if text == "7":  # no newline is still a counter, read the slow way
+        assert link.rx_errors == 7 and named == []
+    else:
+        assert link.rx_errors is None and len(named) == 1
+
+
 def test_proc_net_dev_fills_counters_and_lists_interfaces_sysfs_lacks(tmp_path):
     t = tree(tmp_path)
     shutil.rmtree(t / ETH0 / "statistics")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import errno
 import functools
+import itertools
+import os
 import threading
 from typing import TYPE_CHECKING, Iterable
 
@@ -210,9 +212,42 @@ def _with_saved_ip_link(root: SysRoot, links: dict[str, LinkStats]) -> dict[str,
     return dict(sorted(out.items()))
 
 
+@functools.lru_cache(maxsize=256)
+def _stat_paths(root: SysRoot, name: str) -> tuple[str, ...]:
+    """The full paths of an interface's eight `statistics/` files, made once per name."""
+    base = root.join(f"sys/class/net/{name}/statistics/")
+    return tuple(base + f for f in _STAT_FILES)
+
+
+_U64 = 1 << 64
+
+
+def _fast_stats(root: SysRoot, name: str) -> list[int] | None:
+    """The eight counters read in C-level passes (open, read, close, each over the eight
+    files), when each is there and a plain decimal: what `_stats` gives then, without
+    four Python calls a file (a tree's interfaces are read so every tick). None for
+    anything else, which `_stats` reads file by file and tells."""
+    fds: list[int] = []
+    try:
+        fds.extend(map(functools.partial(os.open, flags=os.O_RDONLY | os.O_CLOEXEC), _stat_paths(root, name)))
+        raw = list(map(os.read, fds, itertools.repeat(64)))
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if not all(b[-1:] == b"\n" and b[:-1].isdigit() and len(b) <= 21 for b in raw):
+        return None
+    out = list(map(int, raw))
+    return out if max(out) < _U64 else None
+
+
 def _stats(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,
            problems: list[Problem]) -> list[int | None]:
     """The eight counters of `_STAT_FILES`: sysfs `statistics/`, else /proc/net/dev."""
+    fast = _fast_stats(root, name)
+    if fast is not None:
+        return fast  # type: ignore[return-value]
     base = f"sys/class/net/{name}/statistics"
     row = (net_dev or {}).get(name)
     if not root.exists(base):
