@@ -139,6 +139,7 @@ def parse_channels(text: str) -> dict[str, int] | None:
     return out or None
 
 
+@lru_cache(maxsize=1024)  # parsed once per tree (its saved text is as captured): shared, do not change it
 def nic_settings(root_path: str, ifname: str) -> tuple[
         dict[str, int] | None, dict[str, int] | None, dict[str, int] | None, dict[str, str]]:
     """(coalesce, rings, channels, sources) of one NIC from saved ethtool outputs;
@@ -155,6 +156,7 @@ def nic_settings(root_path: str, ifname: str) -> tuple[
     return results[0], results[1], results[2], sources
 
 
+@lru_cache(maxsize=1024)  # parsed once per tree (its saved text is as captured): shared, do not change it
 def nic_driver(root_path: str, ifname: str) -> tuple[str | None, str | None]:
     """(driver, the file it came from) of one NIC from its saved `ethtool -i` output:
     sos copies no device/driver link, and without it a NIC's driver went unnamed."""
@@ -197,18 +199,21 @@ def _saved_text(root_path: str, name: str) -> tuple[str, str] | None:
         return None
 
 
+@lru_cache(maxsize=8)  # parsed once per tree (its saved text is as captured): shared, do not change it
 def ip_links(root_path: str) -> tuple[dict[str, sos_text.IpLink], str | None]:
     """`ip -s -d link`'s interfaces, and the file they came from (None: no such file)."""
     got = _saved_text(root_path, IP_LINK)
     return (sos_text.parse_ip_link(got[1]), got[0]) if got else ({}, None)
 
 
+@lru_cache(maxsize=8)  # parsed once per tree (its saved text is as captured): shared, do not change it
 def tc_qdiscs(root_path: str) -> tuple[list[sos_text.TcQdisc], str | None]:
     """`tc -s qdisc show`'s qdiscs, and the file they came from (None: no such file)."""
     got = _saved_text(root_path, TC_QDISC)
     return (sos_text.parse_tc_qdiscs(got[1]), got[0]) if got else ([], None)
 
 
+@lru_cache(maxsize=1024)  # parsed once per tree (its saved text is as captured): shared, do not change it
 def features(root_path: str, ifname: str) -> tuple[dict[str, bool] | None, str | None]:
     """`ethtool -k IF`'s gro/gso/tso, and the file (None, None: not saved or unreadable)."""
     got = _saved_text(root_path, f"ethtool_-k_{ifname}")
@@ -218,6 +223,7 @@ def features(root_path: str, ifname: str) -> tuple[dict[str, bool] | None, str |
     return (feats, got[0]) if feats else (None, None)
 
 
+@lru_cache(maxsize=512)  # parsed once per tree (its saved text is as captured): shared, do not change it
 def ethtool_stats(root_path: str, ifname: str) -> tuple[list[tuple[str, int]], str | None]:
     """`ethtool -S IF`'s (name, value) pairs, and the file they came from."""
     got = _saved_text(root_path, f"ethtool_-S_{ifname}")
