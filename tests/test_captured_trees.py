@@ -104,6 +104,16 @@ def test_a_statistics_file_that_is_not_a_plain_counter_is_named_and_the_others_r
         assert link.rx_errors is None and len(named) == 1
 
 
+def test_a_damaged_mtu_or_a_missing_operstate_is_read_file_by_file_and_the_rest_as_the_files_say(tmp_path):
+    t = tree(tmp_path)
+    want = int((t / ETH0 / "statistics/rx_bytes").read_text())
+    (t / ETH0 / "mtu").write_text("15x0\n")
+    (t / ETH0 / "operstate").unlink()
+    link = read(t).links["eth0"]
+    assert (link.mtu, link.operstate, link.rx_bytes) == (0, "unknown", want)
+    assert link.ifindex == int((t / ETH0 / "ifindex").read_text())
+
+
 def test_proc_net_dev_fills_counters_and_lists_interfaces_sysfs_lacks(tmp_path):
     t = tree(tmp_path)
     shutil.rmtree(t / ETH0 / "statistics")

@@ -212,42 +212,48 @@ def _with_saved_ip_link(root: SysRoot, links: dict[str, LinkStats]) -> dict[str,
     return dict(sorted(out.items()))
 
 
+# an interface's one-value files read in one pass: its index, MTU, txqueuelen and the
+# eight counters of statistics/ (all plain decimals), and its operstate (a word)
+_FAST_FILES = ("ifindex", "mtu", "tx_queue_len", *(f"statistics/{f}" for f in _STAT_FILES), "operstate")
+
+
 @functools.lru_cache(maxsize=256)
-def _stat_paths(root: SysRoot, name: str) -> tuple[str, ...]:
-    """The full paths of an interface's eight `statistics/` files, made once per name."""
-    base = root.join(f"sys/class/net/{name}/statistics/")
-    return tuple(base + f for f in _STAT_FILES)
+def _fast_paths(root: SysRoot, name: str) -> tuple[str, ...]:
+    """The full paths of `_FAST_FILES` of an interface, made once per name."""
+    base = root.join(f"sys/class/net/{name}/")
+    return tuple(base + f for f in _FAST_FILES)
 
 
-_U64 = 1 << 64
+_U32, _U64 = 1 << 32, 1 << 64
 
 
-def _fast_stats(root: SysRoot, name: str) -> list[int] | None:
-    """The eight counters read in C-level passes (open, read, close, each over the eight
-    files), when each is there and a plain decimal: what `_stats` gives then, without
-    four Python calls a file (a tree's interfaces are read so every tick). None for
-    anything else, which `_stats` reads file by file and tells."""
+def _fast_link(root: SysRoot, name: str) -> tuple[list[int], str] | None:
+    """([ifindex, mtu, txqueuelen, the eight counters], operstate) read in C-level passes
+    (open, read, close, each over the twelve files), when each is there and each number a
+    plain decimal: what `_sysfs_link` reads then, without four Python calls a file (a
+    tree's interfaces are read so every tick). None for anything else, which is read
+    file by file and told."""
     fds: list[int] = []
     try:
-        fds.extend(map(functools.partial(os.open, flags=os.O_RDONLY | os.O_CLOEXEC), _stat_paths(root, name)))
+        fds.extend(map(functools.partial(os.open, flags=os.O_RDONLY | os.O_CLOEXEC), _fast_paths(root, name)))
         raw = list(map(os.read, fds, itertools.repeat(64)))
     except OSError:
         return None
     finally:
         for fd in fds:
             os.close(fd)
-    if not all(b[-1:] == b"\n" and b[:-1].isdigit() and len(b) <= 21 for b in raw):
+    nums = raw[:-1]
+    if not all(b[-1:] == b"\n" and b[:-1].isdigit() and len(b) <= 21 for b in nums):
         return None
-    out = list(map(int, raw))
-    return out if max(out) < _U64 else None
+    out = list(map(int, nums))
+    if out[0] >= _U32 or max(out) >= _U64 or len(raw[-1]) >= 64:
+        return None
+    return out, raw[-1].decode("latin-1").strip()
 
 
 def _stats(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevRow] | None,
            problems: list[Problem]) -> list[int | None]:
     """The eight counters of `_STAT_FILES`: sysfs `statistics/`, else /proc/net/dev."""
-    fast = _fast_stats(root, name)
-    if fast is not None:
-        return fast  # type: ignore[return-value]
     base = f"sys/class/net/{name}/statistics"
     row = (net_dev or {}).get(name)
     if not root.exists(base):
@@ -297,19 +303,24 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
                 problems.append(from_oserror(root.join(f"{base}/{rel}"), exc))
             return default
 
-    try:
-        ifindex = decimal(root.read_line(f"{base}/ifindex"), 32)
-    except (OSError, ValueError):
-        # a sosreport copies some attributes only: an interface folder with statistics/
-        # (or one /proc/net/dev lists) is still one, its ifindex unknown (0)
-        if not (root.exists(f"{base}/statistics") or name in (net_dev or {})):
-            return None  # not a network interface directory (e.g. bonding_masters)
-        ifindex = 0
-    stats = _stats(root, name, net_dev, problems)
-    try:
-        operstate = root.read_line(f"{base}/operstate")
-    except OSError:
-        operstate = "unknown"
+    fast = _fast_link(root, name)
+    if fast is not None:
+        (ifindex, mtu, txqueuelen, *stats), operstate = fast
+    else:
+        try:
+            ifindex = decimal(root.read_line(f"{base}/ifindex"), 32)
+        except (OSError, ValueError):
+            # a sosreport copies some attributes only: an interface folder with statistics/
+            # (or one /proc/net/dev lists) is still one, its ifindex unknown (0)
+            if not (root.exists(f"{base}/statistics") or name in (net_dev or {})):
+                return None  # not a network interface directory (e.g. bonding_masters)
+            ifindex = 0
+        stats = _stats(root, name, net_dev, problems)  # type: ignore[assignment]
+        try:
+            operstate = root.read_line(f"{base}/operstate")
+        except OSError:
+            operstate = "unknown"
+        mtu, txqueuelen = num("mtu"), num("tx_queue_len")
     kind = None
     if root.exists(f"{base}/bonding"):
         kind = "bond"
@@ -330,7 +341,7 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
         name=name, ifindex=ifindex,
         rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
         rx_errors=stats[4], tx_errors=stats[5], rx_dropped=stats[6], tx_dropped=stats[7],
-        operstate=operstate, mtu=num("mtu"), txqueuelen=num("tx_queue_len"),
+        operstate=operstate, mtu=mtu, txqueuelen=txqueuelen,
         speed_mbps=speed,
         kind=kind, master=master, is_aggregate=kind in AGGREGATE_KINDS,
         num_rx_queues=counts[0],
