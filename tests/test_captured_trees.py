@@ -85,11 +85,11 @@ def test_one_missing_statistics_file_is_null_and_named(tmp_path):
         f"{t}/sys/class/net/eth0/statistics lacks rx_dropped: unknown"]
 
 
-@pytest.mark.parametrize("text", ["12x\n", "-5\n", "1_000\n", f"{2**64}\n", "\n", "7", "9" * 70 + "\n"])
+@pytest.mark.parametrize("text", ["12x\n", "-5\n", "1_000\n", f"{2**64}\n", "\n", "7", "9" * 70 + "\n", "12\n34"])
 def test_a_statistics_file_that_is_not_a_plain_counter_is_named_and_the_others_read(tmp_path, text):
     """The eight counters are read in one pass while each is a plain decimal; one that is
-    not (damaged, signed, too wide, cut, longer than a counter) is read file by file, as
-    before: that one named, the other seven as the files say."""
+    not (damaged, signed, too wide, cut, longer than a counter, two lines) is read file by
+    file, as before: that one named, the other seven as the files say."""
     t = tree(tmp_path)
     stats = t / ETH0 / "statistics"
     want = {f: int((stats / f).read_text()) for f in ("rx_bytes", "tx_bytes", "rx_packets", "tx_dropped")}

@@ -11,6 +11,7 @@ import errno
 import functools
 import itertools
 import os
+import re
 import threading
 from typing import TYPE_CHECKING, Iterable
 
@@ -225,6 +226,7 @@ def _fast_paths(root: SysRoot, name: str) -> tuple[str, ...]:
 
 
 _U32, _U64 = 1 << 32, 1 << 64
+_PLAIN_NUMBERS = re.compile(rb"(?:[0-9]{1,20}\n){%d}" % (len(_FAST_FILES) - 1))
 
 
 def _fast_link(root: SysRoot, name: str) -> tuple[list[int], str] | None:
@@ -243,7 +245,9 @@ def _fast_link(root: SysRoot, name: str) -> tuple[list[int], str] | None:
         for fd in fds:
             os.close(fd)
     nums = raw[:-1]
-    if not all(b[-1:] == b"\n" and b[:-1].isdigit() and len(b) <= 21 for b in nums):
+    # each one a plain decimal and its newline: eleven such in all, each file ending in one
+    if _PLAIN_NUMBERS.fullmatch(b"".join(nums)) is None \
+            or not all(map(bytes.endswith, nums, itertools.repeat(b"\n"))):
         return None
     out = list(map(int, nums))
     if out[0] >= _U32 or max(out) >= _U64 or len(raw[-1]) >= 64:

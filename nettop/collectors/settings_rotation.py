@@ -128,6 +128,8 @@ class SettingsRotation:
         self._aff_problems: dict[int, list[Problem]] = {}  # only the IRQs with some
         self._wanted: set[int] = set()  # the last tick's IRQs, and in order
         self._wanted_order: list[int] = []
+        # the last tick's affinities in `_wanted_order` (None: made again next tick)
+        self._aff_out: dict[int, IrqAffinity] | None = None
         self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
         self._last_t: float | None = None
         self._lock = threading.Lock()
@@ -259,6 +261,7 @@ class SettingsRotation:
         for name, due in now.items():
             if due:
                 files += self._read_queues(t, name, links[name], due, listing[name], hold.get(name, ()))
+        touched: list[int] = []  # the IRQs whose affinity was read this tick
         if irq_now:
             ordered = sorted(irq_now)  # and so into the rotation's order: ties go by number
             got, probs = read_irq_affinity(root, ordered, managed, t, self._irq_files, shown_irqs)
@@ -267,13 +270,15 @@ class SettingsRotation:
                 order.pop(i, None)
                 a = got.get(i)
                 if a is None:  # no /proc/irq/N: counts as read, its absence as of now
-                    self._aff.pop(i, None)
+                    if self._aff.pop(i, None) is not None:
+                        self._aff_out = None
                     self._aff_problems.pop(i, None)
                     missing[i] = t
                     order[i] = t
                     continue
                 missing.pop(i, None)
                 self._aff[i] = _stamped(a, t)
+                touched.append(i)
                 mine = [p for p in probs if f"/irq/{i}/" in p.source] if probs else None
                 if mine:
                     self._aff_problems[i] = mine
@@ -283,6 +288,7 @@ class SettingsRotation:
         if len(self._aff) + len(missing) > len(wanted):
             for i in [i for i in self._aff if i not in wanted]:
                 del self._aff[i]
+                self._aff_out = None
                 self._aff_problems.pop(i, None)
             for i in [i for i in missing if i not in wanted]:
                 del missing[i]
@@ -308,9 +314,16 @@ class SettingsRotation:
                 problems.extend(self._aff_problems[i])
         if wanted != self._wanted:
             self._wanted, self._wanted_order = wanted, sorted(wanted)
-        aff = self._aff
-        return SettingsRead(queues_out, bql_out, {i: aff[i] for i in self._wanted_order if i in aff},
-                            problems, files)
+            self._aff_out = None
+        aff, out = self._aff, self._aff_out
+        if out is None or any(i not in out for i in touched):  # a new IRQ, or one gone
+            out = {i: aff[i] for i in self._wanted_order if i in aff}
+        elif touched:  # the same IRQs, some read again: last tick's with those in place
+            out = dict(out)
+            for i in touched:
+                out[i] = aff[i]
+        self._aff_out = out  # given out as is while nothing changes: do not change it
+        return SettingsRead(queues_out, bql_out, out, problems, files)
 
     def _read_queues(self, t: float, name: str, ifindex: int, due: list[tuple[str, int]],
                      listed: list[tuple[str, int]],
