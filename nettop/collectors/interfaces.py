@@ -237,7 +237,7 @@ def _fast_link(root: SysRoot, name: str) -> tuple[list[int], str] | None:
     file by file and told."""
     fds: list[int] = []
     try:
-        fds.extend(map(functools.partial(os.open, flags=os.O_RDONLY | os.O_CLOEXEC), _fast_paths(root, name)))
+        fds.extend(map(os.open, _fast_paths(root, name), itertools.repeat(os.O_RDONLY | os.O_CLOEXEC)))
         raw = list(map(os.read, fds, itertools.repeat(64)))
     except OSError:
         return None
