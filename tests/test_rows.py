@@ -77,3 +77,49 @@ def test_a_class_whose_init_does_more_than_set_its_fields_is_called_row_by_row()
     made = build(_Mutable, [3])
     assert made == [_Mutable(3)]
     made[0].a = 4  # a plain class's own objects
+
+
+def _reference(cls: type) -> type:
+    """The same fields as `cls` in a frozen slotted dataclass of dataclasses' own making."""
+    import dataclasses as dc
+
+    return dc.make_dataclass(f"Ref{cls.__name__}", [(f.name, object, f) for f in dc.fields(cls)],
+                             frozen=True, slots=True)
+
+
+def test_quick_init_makes_every_snapshot_class_as_its_dataclass_init_would():
+    """Each snapshot class's quick `__init__` (model/rows.py) takes the same arguments,
+    positional or by name, with the same defaults, a fresh value from each factory, and
+    refuses what the dataclass's would; the objects are equal field for field."""
+    import dataclasses as dc
+    import inspect
+
+    import nettop.model.snapshot as snapshot
+
+    classes = [c for c in vars(snapshot).values()
+               if isinstance(c, type) and dc.is_dataclass(c) and c.__module__ == snapshot.__name__]
+    assert len(classes) >= 19
+    for cls in classes:
+        ref = _reference(cls)
+        fields = dc.fields(cls)
+        assert cls.__init__.__code__.co_filename == "<string>" and "_s0" in cls.__init__.__code__.co_names
+        assert [(p.name, p.kind) for p in inspect.signature(cls.__init__).parameters.values()][1:] == \
+            [(p.name, p.kind) for p in inspect.signature(ref.__init__).parameters.values()][1:]
+        values = [object() for _ in fields]
+        by_position, by_name = cls(*values), cls(**{f.name: v for f, v in zip(fields, values)})
+        for obj in (by_position, by_name):
+            assert [getattr(obj, f.name) for f in fields] == values
+        required = [f for f in fields if f.default is dc.MISSING and f.default_factory is dc.MISSING]
+        bare, other, want = cls(*values[:len(required)]), cls(*values[:len(required)]), ref(*values[:len(required)])
+        for f in fields[len(required):]:
+            assert getattr(bare, f.name) == getattr(want, f.name)
+            if f.default_factory is not dc.MISSING:
+                assert getattr(bare, f.name) is not getattr(other, f.name)  # a fresh one each
+        with pytest.raises(TypeError):
+            cls(*values, object())
+        if required:
+            with pytest.raises(TypeError):
+                cls(*values[:len(required) - 1])
+        with pytest.raises(dc.FrozenInstanceError):
+            setattr(by_position, fields[0].name, 1)
+        assert by_position == by_name and repr(by_position) == repr(by_name)

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from nettop.ebpf.sample import EbpfSample
 from nettop.ping.stats import LatencyStats
 from nettop.model.problems import Problem
+from nettop.model.rows import quick_init
 
 EMPTY: Mapping = {}
 
@@ -328,3 +329,12 @@ def setting_age(t_mono: float, read_at: float | None) -> float:
     say (a recording made before settings were read in rotation, a captured tree)."""
     return 0.0 if read_at is None else max(0.0, t_mono - read_at)
 
+
+
+# every snapshot class made with the slots' own setters (model/rows.py): a tick makes
+# some forty of them, each field set through `object.__setattr__` otherwise
+for _cls in (Irq, InterruptTable, QueueIrqs, QueueMap, SoftirqCounts, CpuTimes, SoftnetRow, LinkStats,
+             QueueCounters, QueueStats, QdiscStats, BqlState, IrqAffinity, QueueConfig, DeviceConfig,
+             HostConfig, NicTuning, HostTuning, Snapshot):
+    quick_init(_cls)
+del _cls
