@@ -174,12 +174,15 @@ def read_stat(root: SysRoot, last: LastAnswer[CpuTimes] | None = None
     """Read and parse /proc/stat under `root`; with `last` (the caller's, kept across
     ticks), CPU lines equal to the last tick's give its rows again (`unchanged.py`)."""
     try:
-        head = root.read_head(STAT, "\nintr")  # parse_stat reads no further
+        data = root.read_bytes(STAT)
     except OSError as exc:
         return {}, [from_oserror("/proc/stat", exc)]
+    end = data.find(b"\nintr")  # parse_stat reads no further (the intr line: a number per IRQ)
+    head = data if end < 0 else data[:end]
     if last is None:
-        return parse_stat(head)
-    return last.get(head, lambda: parse_stat(head))
+        return parse_stat(head.decode("latin-1"))
+    # the bytes are the key: an unchanged file is not even decoded
+    return last.get(head, lambda: parse_stat(head.decode("latin-1")))
 
 
 def cpu_percentages(prev: CpuTimes, cur: CpuTimes) -> dict[str, float]:

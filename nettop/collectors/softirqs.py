@@ -132,9 +132,10 @@ def read_softirqs(root: SysRoot, last: LastAnswer[SoftirqCounts] | None = None
     """Read and parse /proc/softirqs under `root`; with `last` (the caller's, kept across
     ticks), a text equal to the last tick's gives its rows again (`unchanged.py`)."""
     try:
-        text = root.read_text(SOFTIRQS)
+        data = root.read_bytes(SOFTIRQS)
     except OSError as exc:
         return {}, [from_oserror(_SRC, exc)]
     if last is None:
-        return parse_softirqs(text)
-    return last.get(text, lambda: parse_softirqs(text))
+        return parse_softirqs(data.decode("latin-1"))
+    # the bytes are the key: an unchanged file is not even decoded
+    return last.get(data, lambda: parse_softirqs(data.decode("latin-1")))

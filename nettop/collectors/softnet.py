@@ -212,9 +212,10 @@ def read_softnet(
     `last` (the caller's, kept across ticks), a text and online CPUs equal to the last
     tick's give its rows again (`unchanged.py`)."""
     try:
-        text = root.read_text(SOFTNET)
+        data = root.read_bytes(SOFTNET)
     except OSError as exc:
         return {}, [from_oserror(_SRC, exc)]
     if last is None:
-        return parse_softnet(text, online_cpus)
-    return last.get((text, online_cpus), lambda: parse_softnet(text, online_cpus))
+        return parse_softnet(data.decode("latin-1"), online_cpus)
+    # the bytes are the key: an unchanged file is not even decoded
+    return last.get((data, online_cpus), lambda: parse_softnet(data.decode("latin-1"), online_cpus))

@@ -50,6 +50,12 @@ class SysRoot:
                 raise
             return value + "\n"
 
+    def read_bytes(self, rel: str) -> bytes:
+        """A whole kernel file's bytes (`read_whole`); raises OSError as the kernel reports
+        it. For a per-CPU file whose parser's last answer is kept (collectors/unchanged.py):
+        an unchanged file is known as such without decoding it."""
+        return read_whole(self.join(rel))
+
     def read_head(self, rel: str, stop: str) -> str:
         """`read_text(rel)` up to the first `stop` (the whole text when there is none):
         only the part a parser reads is decoded (/proc/stat's cpuN lines, not the `intr`
