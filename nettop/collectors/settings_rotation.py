@@ -104,7 +104,7 @@ class _Iface:
         self.first_tx: tuple[list[tuple[str, int]], int | None] | None = None  # (listing, its first tx queue)
         # the rotation's items of a listing whose every queue was read once: (listing,
         # has_bql, [(item, cost in files)], the queues drawn, which are not among them)
-        self.items: tuple[list[tuple[str, int]], bool | None, list[tuple[Key, int]],
+        self.items: tuple[list[tuple[str, int]], bool | None, dict[Key, int],
                           frozenset[tuple[str, int]]] | None = None
 
 
@@ -217,9 +217,11 @@ class SettingsRotation:
             due = now[name] = [q for q in queues if q not in cfg or q in shown]
             new = any(q not in cfg for q in due)
             tx_cost = QUEUE_FILES + (len(BQL_FILES) if st.has_bql else 0)
-            items: list[tuple[Key, int]] = [
-                (("q", name, ifindex, kind, index), QUEUE_FILES if kind == "rx" else tx_cost)
-                for kind, index in queues if (kind, index) in cfg and (kind, index) not in shown]
+            # a dict, not pairs: `present.update` then takes each key's stored hash (a
+            # 5-tuple's hash is made anew at each use: 256 a tick for a 128-queue NIC)
+            items: dict[Key, int] = {
+                ("q", name, ifindex, kind, index): QUEUE_FILES if kind == "rx" else tx_cost
+                for kind, index in queues if (kind, index) in cfg and (kind, index) not in shown}
             st.items = None if new else (queues, st.has_bql, items, shown)
             present.update(items)
         wanted = set(irqs)
