@@ -331,16 +331,17 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
     elif root.exists(f"{base}/bridge"):
         kind = "bridge"
     master = None
-    try:
-        master = root.readlink(f"{base}/master").rstrip("/").rsplit("/", 1)[-1]
-    except OSError:
-        pass
+    if root.exists(f"{base}/master", follow_symlinks=False):  # most have none: no raise
+        try:
+            master = root.readlink(f"{base}/master").rstrip("/").rsplit("/", 1)[-1]
+        except OSError:
+            pass
     try:
         queues = listdir_queues(root, name, listings)
     except OSError:
         queues = []
     speed = _speed(root, name)
-    counts = _queue_counts(tuple(queues))
+    counts = _queue_counts_of(queues)
     return LinkStats(
         name=name, ifindex=ifindex,
         rx_bytes=stats[0], tx_bytes=stats[1], rx_packets=stats[2], tx_packets=stats[3],
@@ -351,6 +352,22 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
         num_rx_queues=counts[0],
         num_tx_queues=counts[1],
     )
+
+
+def _queue_counts_of(names: list[str]) -> tuple[int, int]:
+    """`_queue_counts` of a listing; a listing kept from tick to tick (KeptListings: the
+    same list) is looked up by identity, not hashed whole each tick."""
+    hit = _COUNTS_BY_LISTING.get(id(names))
+    if hit is not None and hit[0] is names:
+        return hit[1]
+    got = _queue_counts(tuple(names))
+    if len(_COUNTS_BY_LISTING) >= 64:
+        _COUNTS_BY_LISTING.clear()
+    _COUNTS_BY_LISTING[id(names)] = (names, got)  # the listing kept alive: its id is not reused
+    return got
+
+
+_COUNTS_BY_LISTING: dict[int, tuple[list[str], tuple[int, int]]] = {}
 
 
 @functools.lru_cache(maxsize=256)

@@ -100,12 +100,13 @@ class SysRoot:
         """Target of a symlink under the root (e.g. a device's driver); raises OSError."""
         return os.readlink(self.join(rel))
 
-    def exists(self, rel: str) -> bool:
-        """Whether `rel` is there (following symlinks). One access(2), which answers with
-        a value: os.path.exists's stat raises, and catches, an exception for every
-        absent path (a tree's interface asked each tick whether it is a bond, a bridge)."""
+    def exists(self, rel: str, follow_symlinks: bool = True) -> bool:
+        """Whether `rel` is there (following symlinks, unless told not to: a link itself).
+        One access(2), which answers with a value: os.path.exists's stat raises, and
+        catches, an exception for every absent path (a tree's interface asked each tick
+        whether it is a bond, a bridge, enslaved)."""
         try:
-            return os.access(self.join(rel), os.F_OK)
+            return os.access(self.join(rel), os.F_OK, follow_symlinks=follow_symlinks)
         except ValueError:  # a NUL in the path: nothing is there
             return False
 
