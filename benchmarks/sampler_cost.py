@@ -9,7 +9,8 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
     that the settings rotation reads what it would at a 1 s interval; per-tick means;
     the paths it looks up with os.stat or os.access too, as one such call each),
     plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
-  - their ratio. Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
+  - their ratio, the median of rounds that each replay the floor next to their own ticks
+    (a drifting load on a shared machine then moves both alike). Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
     tree and <= 10 ms on the 1,024-CPU one (LIMIT_MS).
 
 Each generated tree is measured twice: read as a captured tree is (every file opened
@@ -225,11 +226,22 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
         # read different settings files, so the floor and the counts are per-tick means
         opened, listed, linked = record_accesses(reader, ticks)
         preads, stats = list(PREADS), list(STATS)
-        costs = []
-        for _ in range(ticks):
-            t = time.thread_time()
-            reader.read()
-            costs.append(time.thread_time() - t)
+        # rounds of `ticks` ticks, each followed at once by one replay of the floor: a
+        # ratio from readings taken next to each other holds on a machine whose load
+        # drifts (other tenants); the figure is the median of the rounds' ratios
+        costs: list[float] = []
+        floors: list[float] = []
+        ratios: list[float] = []
+        for _ in range(ROUNDS):
+            round_costs = []
+            for _ in range(ticks):
+                t = time.thread_time()
+                reader.read()
+                round_costs.append(time.thread_time() - t)
+            round_floor = floor_cpu(opened, listed, linked, False, preads, stats) / ticks + floor_cpu([], [], [], root.live)
+            costs += round_costs
+            floors.append(round_floor)
+            ratios.append(statistics.median(round_costs) / round_floor)
         source = reader.read().irq_source
         online = reader.read().online_cpus
         irq_costs = []
@@ -242,25 +254,26 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
     irq_held = [p for p in preads if p.endswith("/per_cpu_count")]
     irq_floor = statistics.median(floor_cpu(irq_files, [], [], False, irq_held) for _ in range(3)) / ticks
     irq_tick = statistics.median(irq_costs)
-    floors = [floor_cpu(opened, listed, linked, False, preads, stats) / ticks + floor_cpu([], [], [], root.live)
-              for _ in range(3)]
     tick = statistics.median(costs)
     floor = statistics.median(floors)
+    ratio = statistics.median(ratios)
     print(f"{label}:  (per-IRQ counts from {source})")
     print(f"  files read per tick: {len(opened) / ticks:.1f} opened, {len(listed) / ticks:.1f} listed, "
           f"{len(linked) / ticks:.1f} links, {len(stats) / ticks:.1f} stat, "
           f"{len(preads) / ticks:.1f} read again through held fds "
           f"(mean of {ticks} ticks at {interval:g} s)"
           + (", + netlink link and qdisc dumps" if root.live else ""))
-    print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ticks})")
-    print(f"  floor (read only)    : {floor * 1000:8.2f} ms")
-    print(f"  ratio                : {tick / floor:8.2f}x   (target <= {RATIO_LIMIT:g}x)")
+    print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ROUNDS} x {ticks})")
+    print(f"  floor (read only)    : {floor * 1000:8.2f} ms (median of {ROUNDS})")
+    print(f"  ratio                : {ratio:8.2f}x   (target <= {RATIO_LIMIT:g}x; median of {ROUNDS} rounds, "
+          f"each its ticks' median over the floor replayed next to them: {min(ratios):.2f}-{max(ratios):.2f})")
     print(f"  of which IRQ counts  : {irq_tick * 1000:8.2f} ms, floor {irq_floor * 1000:.2f} ms "
           f"({(len(irq_files) + len(irq_held)) / ticks:.0f} files: "
           f"{', '.join(sorted({p.rsplit('/', 1)[-1] for p in irq_files + irq_held}))})")
     if moving is not None:
         print(f"  IRQ counts, advancing: {moving * 1000:8.2f} ms (each followed IRQ fires on its CPU each tick)")
-    return {"tick": tick, "floor": floor, "opened": len(opened) / ticks, "irq_tick": irq_tick, "irq_floor": irq_floor}
+    return {"tick": tick, "floor": floor, "ratio": ratio, "opened": len(opened) / ticks, "irq_tick": irq_tick,
+            "irq_floor": irq_floor}
 
 
 def _advancing_irq_cost(reader: HostReader, root: SysRoot, online: tuple[int, ...], ticks: int) -> float | None:
@@ -290,6 +303,7 @@ SIZES = {
 }
 LIMIT_MS = {256: 3.0, 1024: 10.0}  # issue 29's targets on this machine
 RATIO_LIMIT = 2.0  # and within this many times the floor
+ROUNDS = 5  # rounds of ticks, each beside its own replay of the floor
 
 
 def main() -> int:
