@@ -10,8 +10,9 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
     the paths it looks up with os.stat or os.access too, as one such call each),
     plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
   - their ratio, the median of rounds that each replay the floor next to their own ticks
-    (a drifting load on a shared machine then moves both alike). Targets (issue 29): <= 2x the floor; <= 3 ms per tick on the 256-CPU
-    tree and <= 10 ms on the 1,024-CPU one (LIMIT_MS).
+    (a drifting load on a shared machine then moves both alike). Targets (issue 29):
+    <= 2x the floor; <= 3 ms per tick on the 256-CPU tree and <= 10 ms on the 1,024-CPU
+    one (LIMIT_MS).
 
 Each generated tree is measured twice: read as a captured tree is (every file opened
 afresh) and as the live kernel is (`SysRoot.in_place`: the per-IRQ files held open).
