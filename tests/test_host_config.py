@@ -136,11 +136,17 @@ def test_stale_socket_of_a_reused_pid_is_not_believed(tmp_path):
     assert cache.scans == 1
 
 
-def test_scan_runs_at_most_once_per_interval_and_at_once_when_it_stops(tmp_path):
+def _scanned_once(tmp_path):  # type: ignore[no-untyped-def]
+    """A host without irqbalance, its cache (5 s scans) after its first call."""
     root, clock = SysRoot(str(tmp_path)), Clock()
     add_proc(tmp_path, 1, "systemd")
     cache = IrqbalanceCache(interval=5.0, clock=clock)
     assert cache.running(root) is False and cache.scans == 1
+    return root, clock, cache
+
+
+def test_scan_runs_at_most_once_per_interval_and_at_once_when_it_stops(tmp_path):
+    root, clock, cache = _scanned_once(tmp_path)
     # GIVEN irqbalance starts (no socket dir): it is not seen before the interval is up
     add_proc(tmp_path, 4242, "irqbalance")
     clock.t += 1
@@ -257,10 +263,7 @@ def test_a_scan_reads_only_new_processes_comm_and_all_of_them_every_full_interva
 
 
 def test_socket_directories_are_listed_each_call_only_while_one_is_there(tmp_path):
-    root, clock = SysRoot(str(tmp_path)), Clock()
-    add_proc(tmp_path, 1, "systemd")
-    cache = IrqbalanceCache(interval=5.0, clock=clock)
-    assert cache.running(root) is False and cache.scans == 1
+    root, clock, cache = _scanned_once(tmp_path)
     # GIVEN irqbalance starts with its socket while no socket directory was there: it is
     # looked for at the scan's pace, and then found through the socket, without a scan
     add_proc(tmp_path, 812, "irqbalance")
