@@ -455,3 +455,24 @@ def test_a_captured_trees_device_links_are_resolved_once_and_its_maps_stay_those
             with HostReader(root) as fresh:
                 assert snap.queue_maps == fresh.read().queue_maps
             assert len(snap.queue_maps["eth0"].queues) == 8  # combined rx+tx, one vector each
+
+
+def test_vectors_renamed_under_the_sysfs_reader_change_the_map_it_keeps_by_identity(tmp_path):
+    """GIVEN a tick's map keyed on the sysfs reader's names table and the msi listing (the
+    same objects tick after tick: not compared again) WHEN the driver swaps two vectors'
+    names on the same numbers (the same msi_irqs) THEN within the reader's recheck the
+    map follows the new names, and a quiet tick gives the same map object."""
+    from stepped_clock import SteppedClock
+    from treegen import generate_tree
+
+    from nettop.collectors.host import HostReader
+
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=60, queues=4)
+    with HostReader(SysRoot(str(tree), in_place=True), clock=SteppedClock(1.0)) as reader:
+        first = reader.read().queue_maps["eth0"]
+        assert {q.index: q.irqs for q in first.queues} == {0: (24,), 1: (25,), 2: (26,), 3: (27,)}
+        assert reader.read().queue_maps["eth0"] is first
+        for irq, name in ((24, "mlx5_comp1@pci:0000:81:00.0"), (25, "mlx5_comp0@pci:0000:81:00.0")):
+            (tree / f"sys/kernel/irq/{irq}/actions").write_text(name + "\n")
+        maps = [reader.read().queue_maps["eth0"] for _ in range(reader._irq_sysfs.recheck_every)]
+    assert {q.index: q.irqs for q in maps[-1].queues} == {0: (25,), 1: (24,), 2: (26,), 3: (27,)}

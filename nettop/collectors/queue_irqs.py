@@ -441,12 +441,21 @@ def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
     msi = dev.msi_irqs if dev is not None else None
     if msi is not None:
         table = _names(irqs)
-        order = sorted(msi)
-        got = list(map(table.get, order))
-        if all(got):  # every vector in the table (an Irq is always true): C-level calls
-            seen: tuple = ("all", tuple(order), tuple(map(_NAME_CHIP, got)))
+        last = _SEEN.get(ifname)
+        if last is not None and last[0] is msi and last[1] is table:
+            # the same vectors (a listing parsed once: the same frozenset) and the same
+            # names (the sysfs reader's dict, made anew only when a name changes)
+            seen: tuple = last[2]
         else:
-            seen = tuple((i, table[i].name, table[i].chip) if i in table else (i,) for i in order)
+            order = sorted(msi)
+            got = list(map(table.get, order))
+            if all(got):  # every vector in the table (an Irq is always true): C-level calls
+                seen = ("all", tuple(order), tuple(map(_NAME_CHIP, got)))
+            else:
+                seen = tuple((i, table[i].name, table[i].chip) if i in table else (i,) for i in order)
+            if len(_SEEN) >= _MAPS_MAX:
+                _SEEN.clear()
+            _SEEN[ifname] = (msi, table, seen)
     elif dev is None and queue_dirs is not None:
         seen = ()  # a software device: no IRQ is looked at
     else:
@@ -454,7 +463,23 @@ def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
     nl = None
     if answers is not None:  # the attributes map_by_netlink reads
         nl = tuple(tuple(tuple(r.get(k, _MISSING) for k in _NL_KEYS) for r in rows) for rows in answers)
-    return (ifname, dev, tuple(queue_dirs) if queue_dirs is not None else None, seen, nl)
+    dirs = None
+    if queue_dirs is not None:
+        kept = _DIRS.get(ifname)
+        if kept is not None and kept[0] is queue_dirs:
+            dirs = kept[1]  # a kept listing's parse (the same list): its tuple made once
+        else:
+            dirs = tuple(queue_dirs)
+            if len(_DIRS) >= _MAPS_MAX:
+                _DIRS.clear()
+            _DIRS[ifname] = (queue_dirs, dirs)
+    return (ifname, dev, dirs, seen, nl)
+
+
+# by interface: (msi vectors, names table, the key's part made of them) and (queue
+# listing, its tuple), given again while the same objects come (identity, not equality)
+_SEEN: dict[str, tuple[frozenset[int], Mapping[int, Irq], tuple]] = {}
+_DIRS: dict[str, tuple[list[tuple[str, int]], tuple[tuple[str, int], ...]]] = {}
 
 
 def _map_pure(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
@@ -518,6 +543,11 @@ def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
             grouped = asked.get(nl, key, now, problems)
         else:
             grouped = _ask_grouped(nl, problems)
+    if len(_SEEN) > len(names) or len(_DIRS) > len(names):
+        # interfaces gone: their kept parts go (a names table of 16,384 IRQs each)
+        for kept in (_SEEN, _DIRS):
+            for gone in [k for k in kept if k not in inputs]:
+                del kept[gone]  # type: ignore[attr-defined]
     out: dict[str, QueueMap] = {}
     for name in names:
         mine = None
