@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Mapping, TypeVar
 
@@ -130,7 +129,9 @@ class SettingsRotation:
         self._wanted_order: list[int] = []
         # the last tick's affinities in `_wanted_order` (None: made again next tick)
         self._aff_out: dict[int, IrqAffinity] | None = None
-        self._order: OrderedDict[Key, float] = OrderedDict()  # item -> read_at, oldest first
+        # item -> read_at, oldest first: a plain dict keeps insertion order, and an item read
+        # again is popped and put back at the end (an OrderedDict's own links cost more)
+        self._order: dict[Key, float] = {}
         self._last_t: float | None = None
         self._lock = threading.Lock()
         self._noticed_ifs: set[str] = set()
