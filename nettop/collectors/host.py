@@ -262,10 +262,11 @@ class HostReader:
                 drawn = qmaps.get(n)
                 if drawn is not None and n in screen:
                     screen_irqs.update(i for q in drawn.queues if (q.kind, q.index) in r for i in q.irqs)
+        irq_names = queue_irqs.names_of(table)  # a plain dict where the reader has one: C lookups
         settings = self._settings.read(
             t_mono, nic_index, screen.__contains__, screen_irqs,
-            mapped | self.follow_irqs,
-            lambda i: self._managed.get(i, table.irqs[i].name if i in table.irqs else None), listings,
+            mapped | self.follow_irqs if self.follow_irqs else mapped,
+            lambda i: self._managed.get(i, irq_names[i].name if i in irq_names else None), listings,
             sysfs_rows)
         problems.extend(settings.problems)
         self.settings_files = settings.files

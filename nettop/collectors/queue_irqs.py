@@ -425,6 +425,11 @@ _MISSING = object()  # an attribute the answer did not carry (not the same as a 
 _NAME_CHIP = operator.attrgetter("name", "chip")
 
 
+def names_of(irqs: InterruptTable) -> Mapping[int, Irq]:
+    """The table's IRQs for their names and chips (see `_names`)."""
+    return _names(irqs)
+
+
 def _names(irqs: InterruptTable) -> Mapping[int, Irq]:
     """The table's IRQs for their names and chips: the sysfs reader's name-only dict
     where it has one (its lookups are C calls, the merged view's are Python ones)."""
