@@ -209,6 +209,7 @@ class TuningReader:
         sysfs_missed = iter(values)
         for n in names:
             feats = self._features.get(n)
+            rx_missed: int | None
             if n in dumped:
                 rx_missed = dumped[n]
             else:

@@ -429,9 +429,9 @@ class SysfsIrqReader:
         # the rows whose text differs from last tick's, found at C level: a quiet queue's
         # IRQ (most of them, most ticks) costs no Python step. Last tick's texts count
         # only when every row of them was taken in (`last` then holds each one's text)
-        before, self._texts_last = self._texts_last, None
-        if before is not None and before[0] is rows:
-            todo: Iterable[int] = list(itertools.compress(range(len(rows)), map(operator.ne, texts, before[1])))
+        last_texts, self._texts_last = self._texts_last, None
+        if last_texts is not None and last_texts[0] is rows:
+            todo: Iterable[int] = list(itertools.compress(range(len(rows)), map(operator.ne, texts, last_texts[1])))
         else:
             todo = range(len(rows))
         try:

@@ -552,7 +552,7 @@ def map_all(root: SysRoot, ifnames: Iterable[str], irqs: InterruptTable,
         # interfaces gone: their kept parts go (a names table of 16,384 IRQs each)
         for kept in (_SEEN, _DIRS):
             for gone in [k for k in kept if k not in inputs]:
-                del kept[gone]  # type: ignore[attr-defined]
+                del kept[gone]
     out: dict[str, QueueMap] = {}
     for name in names:
         mine = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import deque
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -70,7 +70,7 @@ def quick_init(cls: type[T]) -> type[T]:
     every field and nothing else, no keyword-only field); any other class is left as is.
     Use after `@dataclass`; the class is returned."""
     setters = _setters(cls)
-    fields = dataclasses.fields(cls) if setters is not None else ()
+    fields = dataclasses.fields(cast(Any, cls)) if setters is not None else ()
     if setters is None or any(f.kw_only for f in fields):
         return cls
     ns: dict[str, Any] = {"_FACTORY": _FACTORY}
@@ -92,7 +92,7 @@ def quick_init(cls: type[T]) -> type[T]:
     init = ns["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
-    cls.__init__ = init  # type: ignore[misc]
+    setattr(cls, "__init__", init)
     _SETTERS.pop(cls, None)  # looked at again with the new __init__ (the same answer)
     return cls
 
