@@ -106,7 +106,9 @@ def test_ipv6_echo_to_the_peer_raw_and_datagram(veth_lab):
     with Prober([peer6], interval_s=0.01, timeout_s=1.0) as p:
         s = measure(p, 0.8)[peer6]
         assert p.methods()[peer6] == "icmp-raw"
-    assert s.error is None and s.sent > 10 and s.received == s.sent  # fewer on a busy machine
+    # 80 at most; as few as 10 beside the loaded suite (the prober's thread waits for the
+    # GIL): enough to say every echo came back, which is what is tested
+    assert s.error is None and s.sent >= 5 and s.received == s.sent
     assert 0 < s.rtt_p50_ms < 50
     veth_lab.ns_run(["sysctl", "-w", "net.ipv4.ping_group_range=0 2147483647"])
     out = in_namespace(veth_lab, NS_PROBE.format(targets=[host6], mode="dgram", seconds=0.6))
@@ -138,7 +140,8 @@ def test_duplicated_replies_count_once(veth_lab):
     with Prober([veth_lab.peer_ip], interval_s=0.02, timeout_s=1.0) as p:
         s = measure(p, 1.0)[veth_lab.peer_ip]
         dups = p.trackers()[veth_lab.peer_ip].duplicates
-    assert s.sent >= 30 and s.received == s.sent and s.loss_pct == 0.0
+    # 50 at most; 15 beside the loaded suite: each counted once however many came back
+    assert s.sent >= 5 and s.received == s.sent and s.loss_pct == 0.0
     assert dups >= s.sent // 2
 
 
