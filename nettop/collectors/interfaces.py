@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from nettop.collectors import net_dev as net_dev_mod
 from nettop.collectors.numbers import decimal, signed_decimal
-from nettop.collectors.queue_config import QueueListings, listdir_queues
+from nettop.collectors.queue_config import QueueListings, by_listing, listdir_queues
 from nettop.model.problems import Problem, from_oserror, malformed
 from nettop.model.snapshot import LinkStats
 from nettop.kernel.sysroot import SysRoot
@@ -355,19 +355,11 @@ def _sysfs_link(root: SysRoot, name: str, net_dev: dict[str, net_dev_mod.NetDevR
 
 
 def _queue_counts_of(names: list[str]) -> tuple[int, int]:
-    """`_queue_counts` of a listing; a listing kept from tick to tick (KeptListings: the
-    same list) is looked up by identity, not hashed whole each tick."""
-    hit = _COUNTS_BY_LISTING.get(id(names))
-    if hit is not None and hit[0] is names:
-        return hit[1]
-    got = _queue_counts(tuple(names))
-    if len(_COUNTS_BY_LISTING) >= 64:
-        _COUNTS_BY_LISTING.clear()
-    _COUNTS_BY_LISTING[id(names)] = (names, got)  # the listing kept alive: its id is not reused
-    return got
+    """`_queue_counts` of a listing, a kept one found by identity (`by_listing`)."""
+    return by_listing(_COUNTS, names, lambda: _queue_counts(tuple(names)))
 
 
-_COUNTS_BY_LISTING: dict[int, tuple[list[str], tuple[int, int]]] = {}
+_COUNTS: dict[int, tuple[list[str], object]] = {}
 
 
 @functools.lru_cache(maxsize=256)

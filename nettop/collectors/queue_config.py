@@ -21,7 +21,7 @@ import errno
 import functools
 import os
 import re
-from typing import Any, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 from nettop.collectors.numbers import decimal
 from nettop.model.problems import Problem, from_oserror
@@ -41,18 +41,26 @@ def parse_queue_dirs(names: list[str]) -> list[tuple[str, int]]:
     do not change it. A listing kept from tick to tick (KeptListings) is the same list
     object, and gives the same parsed list: its readers (the queue map, the settings
     rotation) then see an unchanged listing by identity, not by comparing 256 entries."""
-    hit = _BY_LISTING.get(id(names))
+    return by_listing(_PARSED, names, lambda: list(_parsed(tuple(names))))
+
+
+def by_listing(memo: dict[int, tuple[list[str], Any]], names: list[str], make: Callable[[], Any]) -> Any:
+    """`make()` for the listing `names`, kept in `memo` by the listing's identity: a
+    listing kept from tick to tick (KeptListings) is the same list object, so what is
+    made of it is looked up without hashing its entries. The listing is kept alive with
+    its answer (its id is not reused); `memo` is cleared when it holds 64."""
+    hit = memo.get(id(names))
     if hit is not None and hit[0] is names:
         return hit[1]
-    got = list(_parsed(tuple(names)))
-    if len(_BY_LISTING) >= 64:
-        _BY_LISTING.clear()
-    _BY_LISTING[id(names)] = (names, got)  # the listing kept alive: its id is not reused
+    got = make()
+    if len(memo) >= 64:
+        memo.clear()
+    memo[id(names)] = (names, got)
     return got
 
 
-# id(listing) -> (the listing, its parse); bounded, cleared when full
-_BY_LISTING: dict[int, tuple[list[str], list[tuple[str, int]]]] = {}
+# id(listing) -> (the listing, its parse)
+_PARSED: dict[int, tuple[list[str], Any]] = {}
 
 
 @functools.lru_cache(maxsize=256)

@@ -378,7 +378,7 @@ def _inputs(root: SysRoot, ifname: str, irqs: InterruptTable, problems: list[Pro
     if dev is not None and dev.msi_irqs and irqs.irqs:
         # (not `msi - table.keys()`: that copies 16,384 keys into a set; a set's
         # difference with a dict looks each of its own up)
-        names = _names(irqs)
+        names = names_of(irqs)
         absent = sorted(dev.msi_irqs.difference(names) if isinstance(names, dict)
                         else (i for i in dev.msi_irqs if i not in names))
         if absent:  # a capture whose sysfs and /proc/interrupts disagree, or a vector freed
@@ -426,11 +426,6 @@ _NAME_CHIP = operator.attrgetter("name", "chip")
 
 
 def names_of(irqs: InterruptTable) -> Mapping[int, Irq]:
-    """The table's IRQs for their names and chips (see `_names`)."""
-    return _names(irqs)
-
-
-def _names(irqs: InterruptTable) -> Mapping[int, Irq]:
     """The table's IRQs for their names and chips: the sysfs reader's name-only dict
     where it has one (its lookups are C calls, the merged view's are Python ones)."""
     table = irqs.irqs
@@ -445,7 +440,7 @@ def _memo_key(ifname: str, irqs: InterruptTable, dev: DeviceIrqs | None,
     without msi_irqs: any IRQ's name may be its), which is not worth keying on."""
     msi = dev.msi_irqs if dev is not None else None
     if msi is not None:
-        table = _names(irqs)
+        table = names_of(irqs)
         last = _SEEN.get(ifname)
         if last is not None and last[0] is msi and last[1] is table:
             # the same vectors (a listing parsed once: the same frozenset) and the same
