@@ -6,13 +6,14 @@ after an hour), while the charts draw only each interface's rx/tx bits per secon
 each latency target's RTT. This keeps exactly those, 8 bytes a value, for the newest
 `max_points` samples, so its size is series drawn × points drawable, whatever the host.
 
-A series is stored from the sample it first has a figure in to the last one, so an
-interface that lives a few seconds costs those seconds: on a host whose containers make
-and destroy interfaces all day, the history is the size of what was seen in the window,
-not of every name seen in it times the window. A missing value inside a series is NaN
-(no rates for that interval, the interface absent or without a figure); a latency target
-that was probed but has no RTT is +inf, so "probed, nothing back" still opens the
-target's series as it did from whole points. A series whose values all fall before the
+A series is stored only for the samples it has a figure in (in runs; a short gap inside
+one is NaN: no rates for that interval), so an interface that lives a few seconds costs
+those seconds, and a name that comes back after minutes (a VM's vnet3, a lab's veth0 made
+again) costs its figures, not the minutes between: on a host whose containers make and
+destroy interfaces all day, the history is the size of what was seen in the window, not
+of every name seen in it times the window. A latency target that was probed but has no
+RTT is +inf, so "probed, nothing back" still opens the target's series as it did from
+whole points. A series whose values all fall before the
 kept span (an interface or target that vanished) is dropped when the arrays are trimmed.
 """
 
@@ -37,57 +38,86 @@ def latency_ms(stats: Any) -> float | None:
     return getattr(stats, "rtt_avg_ms", None)
 
 
-class _Series:
-    """One series' values from its first sample on: `cols[k][j]` is the value at absolute
-    sample index `first + j`. Nothing is stored before an interface appears or after it
-    vanishes; a gap between two stretches of figures is NaN, written when it comes back."""
+# a gap up to this many samples is filled with NaN; a longer one starts a new run. A run
+# costs a tuple and `width` arrays (~100 + 80 x width bytes), a NaN 8 bytes a column:
+# past 16 samples a new run is the cheaper, and a name that comes back after minutes
+# (vnet3, tap0, a lab's veth0 made again) costs its figures, not the minutes between
+SHORT_GAP = 16
 
-    __slots__ = ("first", "cols")
+
+class _Series:
+    """One series' values, in runs of consecutive samples: run k's `cols[c][j]` is the
+    value at absolute sample index `firsts[k] + j`. Nothing is stored before an interface
+    appears, after it vanishes or while it is away; a short gap inside a run (a sample
+    without a figure) is NaN."""
+
+    __slots__ = ("firsts", "runs", "width")
 
     def __init__(self, first: int, width: int) -> None:
-        self.first = first
-        self.cols = tuple(array("d") for _ in range(width))
+        self.width = width
+        self.firsts: list[int] = [first]
+        self.runs: list[tuple[array[float], ...]] = [tuple(array("d") for _ in range(width))]
 
     def end(self) -> int:
-        return self.first + len(self.cols[0])
+        return self.firsts[-1] + len(self.runs[-1][0])
 
     def put(self, at: int, values: tuple[float, ...]) -> None:
         """The values of absolute sample `at`; a second put for the same sample wins it."""
         gap = at - self.end()
+        cols = self.runs[-1]
         if gap < 0:
-            for col, v in zip(self.cols, values):
-                col[-1] = v
+            if at >= self.firsts[-1]:  # not before the last run: a sample only goes back one
+                for col, v in zip(cols, values):
+                    col[-1] = v
             return
-        for col, v in zip(self.cols, values):
+        if gap > SHORT_GAP or not cols[0]:
+            if cols[0]:
+                self.firsts.append(at)
+                self.runs.append(cols := tuple(array("d") for _ in range(self.width)))
+            else:  # an empty run (all forgotten): it starts again here
+                self.firsts[-1] = at
+            gap = 0
+        for col, v in zip(cols, values):
             if gap:
                 col.extend(array("d", [_NAN]) * gap)
             col.append(v)
 
     def get(self, at: int, col: int = 0) -> float:
-        j = at - self.first
-        c = self.cols[col]
-        return c[j] if 0 <= j < len(c) else _NAN
+        firsts = self.firsts
+        k = len(firsts) - 1
+        if at < firsts[k]:  # not the newest run (which charts mostly read): find its run
+            k = bisect.bisect_right(firsts, at) - 1
+            if k < 0:
+                return _NAN
+        c = self.runs[k][col]
+        j = at - firsts[k]
+        return c[j] if j < len(c) else _NAN
 
     def forget_before(self, at: int) -> bool:
         """Drop the values before absolute sample `at`; False when none are left."""
-        k = at - self.first
-        if k <= 0:
-            return True
-        if k >= len(self.cols[0]):
+        if at >= self.end():
             return False
-        for col in self.cols:
-            del col[:k]
-        self.first = at
+        firsts, runs = self.firsts, self.runs
+        k = bisect.bisect_right(firsts, at) - 1
+        if k > 0:
+            del firsts[:k], runs[:k]
+        cut = at - firsts[0]
+        if cut > 0:
+            for c in runs[0]:
+                del c[:cut]
+            firsts[0] = at
+            if not runs[0][0]:  # the whole first run was before `at`: the next starts it
+                del firsts[0], runs[0]
         return True
 
     def nbytes(self) -> int:
-        return sum(c.buffer_info()[1] * c.itemsize for c in self.cols)
+        return sum(c.buffer_info()[1] * c.itemsize for cols in self.runs for c in cols)
 
 
 class ChartHistory:
     """Appended by the timeline's producer (under its lock), read by the drawing code.
 
-    A series costs only the samples in which it had a figure (and its gaps): interfaces
+    A series costs only the samples in which it had a figure (and its short gaps): interfaces
     that come and go by the thousand (containers, a churning host) each cost their own
     lifetime, not the whole window, and a sample costs the series it holds, not every
     series seen in the window."""
