@@ -8,6 +8,9 @@ benchmarks/tui_cost.py runs it:
     benchmarks/record_cost.py, `-i 1`
   - record1024: `nettop record` (headless) on that same tree, `-i 1`
   - live:    this host at `-i 0.1`
+  - churn:   the live view at `-i 0.1` in a network namespace of its own where 100 veth
+    pairs (4+4 queues each) are made, kept 3 s and deleted, round after round, the names
+    coming back every ten rounds (a container host's churn; a VM host's vnet3 made again)
 The 64/256-CPU trees' counters advance every second (`tests/treegen.py --advance 1`, not
 counted); the 1,024-CPU tree's are advanced by record_cost's `Advancer` (every CPU's
 stat/softnet/softirq lines, every NIC queue IRQ's per_cpu_count, the NICs' statistics),
@@ -58,9 +61,10 @@ from tui_cost import COLS, ROWS, PtyReader, cpu_seconds  # noqa: E402
 
 TREES = {"host64": (64, 1500, 16), "host256": (256, 1500, 64)}  # cpus, irqs, queues per NIC
 BIG = ("host1024", "record1024")  # the 1,024-CPU tree (record_cost.SIZES[1024]), shared
-CASES = [*TREES, *BIG, "live"]
-INTERVAL = {"host64": "1", "host256": "1", "host1024": "1", "record1024": "1", "live": "0.1"}
-TARGET_MB = {"host64": 150.0, "host256": 150.0, "host1024": 400.0, "record1024": 200.0, "live": 100.0}
+CASES = [*TREES, *BIG, "live", "churn"]
+INTERVAL = {"host64": "1", "host256": "1", "host1024": "1", "record1024": "1", "live": "0.1", "churn": "0.1"}
+TARGET_MB = {"host64": 150.0, "host256": 150.0, "host1024": 400.0, "record1024": 200.0, "live": 100.0,
+             "churn": 100.0}
 CPU_TARGET = {"host256": 3.0, "host1024": 6.0}  # % of one CPU, the live view at `-i 1` (issue 29)
 FLAT_AFTER_MIN = 5
 
@@ -171,6 +175,50 @@ class BigTree:
         self.thread.join()
 
 
+class Churn:
+    """A namespace of its own (removed at the end, with its veths) whose interfaces come
+    and go: rounds of PAIRS veth pairs made, kept 3 s and deleted; round r's names are
+    round r - 10's. Through `ip -batch` files (argv lists, no shell)."""
+
+    PAIRS = 100
+
+    def __init__(self, label: str) -> None:
+        self.ns = f"ntbench-churn{os.getpid()}{label.replace(' ', '')}"
+        subprocess.run(["ip", "netns", "add", self.ns], check=True)
+        subprocess.run(["ip", "-n", self.ns, "link", "set", "lo", "up"], check=True)
+        self.stop = threading.Event()
+        self.rounds = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _batch(self, lines: list[str]) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".ip") as f:
+            f.write("\n".join(lines) + "\n")
+            f.flush()
+            subprocess.run(["ip", "-n", self.ns, "-force", "-batch", f.name], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            r = self.rounds % 10
+            names = [f"ch{r}a{i}" for i in range(self.PAIRS)]
+            self._batch([f"link add ch{r}a{i} numtxqueues 4 numrxqueues 4 type veth peer name ch{r}b{i} "
+                         "numtxqueues 4 numrxqueues 4" for i in range(self.PAIRS)]
+                        + [f"link set {n} up" for n in names])
+            self.stop.wait(3.0)
+            self._batch([f"link del {n}" for n in names])
+            self.rounds += 1
+            self.stop.wait(1.0)
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        subprocess.run(["ip", "netns", "del", self.ns], check=False)
+
+
 def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float, warmup: float,
              out: threading.Lock, big: BigTree | None = None, label: str = "") -> Trace:
     argv, env = nettop_argv(src)
@@ -178,6 +226,16 @@ def run_case(case: str, tmp: Path, src: Path | None, minutes: int, every: float,
     trace = Trace(case, label or case)
     if case == "live":
         watch(trace, argv, env, minutes, every, warmup, out)
+        return trace
+    if case == "churn":
+        churn = Churn(label)
+        try:
+            churn.start()
+            watch(trace, ["ip", "netns", "exec", churn.ns, *argv], env, minutes, every, warmup, out)
+        finally:
+            churn.close()
+        with out:
+            print(f"{trace.label:8} {churn.rounds} rounds of {Churn.PAIRS} veth pairs made and deleted", flush=True)
         return trace
     if case in BIG:
         assert big is not None
