@@ -13,8 +13,8 @@ again) costs its figures, not the minutes between: on a host whose containers ma
 destroy interfaces all day, the history is the size of what was seen in the window, not
 of every name seen in it times the window. A latency target that was probed but has no
 RTT is +inf, so "probed, nothing back" still opens the target's series as it did from
-whole points. A series whose values all fall before the
-kept span (an interface or target that vanished) is dropped when the arrays are trimmed.
+whole points. A series whose values all fall before the kept span (an interface or target
+that vanished) is dropped when the arrays are trimmed.
 """
 
 from __future__ import annotations
