@@ -185,6 +185,7 @@ class Churn:
     def __init__(self, label: str) -> None:
         self.ns = f"ntbench-churn{os.getpid()}{label.replace(' ', '')}"
         subprocess.run(["ip", "netns", "add", self.ns], check=True)
+        NAMESPACES.append(self.ns)
         subprocess.run(["ip", "-n", self.ns, "link", "set", "lo", "up"], check=True)
         self.stop = threading.Event()
         self.rounds = 0
@@ -278,6 +279,7 @@ def report(t: Trace, every: float) -> str:
 
 
 CHILDREN: list[subprocess.Popen] = []  # every nettop and tree generator started
+NAMESPACES: list[str] = []  # the churn cases' namespaces, removed (with their veths) however the run ends
 
 
 def _end_children(signum: int, _frame: object) -> None:
@@ -290,6 +292,8 @@ def _end_children(signum: int, _frame: object) -> None:
                 os.killpg(p.pid, signal.SIGKILL)
             except OSError:
                 p.kill()
+    for ns in NAMESPACES:
+        subprocess.run(["ip", "netns", "del", ns], check=False, stderr=subprocess.DEVNULL)
     os._exit(128 + signum)
 
 
