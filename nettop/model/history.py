@@ -51,10 +51,9 @@ class _Series:
     appears, after it vanishes or while it is away; a short gap inside a run (a sample
     without a figure) is NaN."""
 
-    __slots__ = ("firsts", "runs", "width")
+    __slots__ = ("firsts", "runs")
 
     def __init__(self, first: int, width: int) -> None:
-        self.width = width
         self.firsts: list[int] = [first]
         self.runs: list[tuple[array[float], ...]] = [tuple(array("d") for _ in range(width))]
 
@@ -70,12 +69,9 @@ class _Series:
                 for col, v in zip(cols, values):
                     col[-1] = v
             return
-        if gap > SHORT_GAP or not cols[0]:
-            if cols[0]:
-                self.firsts.append(at)
-                self.runs.append(cols := tuple(array("d") for _ in range(self.width)))
-            else:  # an empty run (all forgotten): it starts again here
-                self.firsts[-1] = at
+        if gap > SHORT_GAP:
+            self.firsts.append(at)
+            self.runs.append(cols := tuple(array("d") for _ in cols))
             gap = 0
         for col, v in zip(cols, values):
             if gap:
