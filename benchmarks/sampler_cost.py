@@ -22,8 +22,11 @@ descriptor opened outside the measured time: the least that reading it again can
 The floor is the raw reads of exactly the files the sampler needs for that tick (with
 /sys/kernel/irq: the followed IRQs' per_cpu_count, not /proc/interrupts).
 
+`--sections` also prints each part of a tick (each reader HostReader.read calls) beside
+the floor of exactly the files that part read: where the cost over the floor is.
+
 Usage: .venv/bin/python benchmarks/sampler_cost.py [--ticks N] [--keep DIR]
-           [--cpus 256,1024] [--fallback] [--no-live]
+           [--cpus 256,1024] [--fallback] [--no-live] [--sections]
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -52,54 +56,66 @@ PREADS: list[str] = []  # paths the last record_accesses read again through held
 # paths (or "DIR\0NAME") the last record_accesses looked up with os.stat, and ("\1PATH")
 # with os.access
 STATS: list[str] = []
+# the last record_accesses' accesses by part of the tick (given `where`): name ->
+# (opened, listed, linked, preads, stats), each as above
+SECTIONS: dict[str, tuple[list[str], list[str], list[str], list[str], list[str]]] = {}
 
 
-def record_accesses(reader: HostReader, ticks: int = 1) -> tuple[list[str], list[str], list[str]]:
+def record_accesses(reader: HostReader, ticks: int = 1,
+                    where: Callable[[], str] | None = None) -> tuple[list[str], list[str], list[str]]:
     """Paths `ticks` ticks open, list and read links of (all of them, in order); the
     files read again through a descriptor held open (os.pread) go to PREADS, the paths
     looked up with os.stat (whether a file is there, whether a directory changed) to
-    STATS."""
+    STATS. `where`, when given, names the part of the tick running (`--sections`): each
+    access also goes to SECTIONS under that name."""
     opened: list[str] = []
     listed: list[str] = []
     linked: list[str] = []
     PREADS.clear()
     STATS.clear()
+    SECTIONS.clear()
+    kinds = (opened, listed, linked, PREADS, STATS)
+
+    def note(kind: int, path: str) -> None:
+        kinds[kind].append(path)
+        if where is not None:
+            SECTIONS.setdefault(where(), ([], [], [], [], []))[kind].append(path)
     real_open, real_listdir, real_readlink, real_pread = os.open, os.listdir, os.readlink, os.pread
     real_stat, real_access = os.stat, os.access
     real_builtin_open = builtins.open
 
     def bo(path, mode="r", *a, **kw):  # type: ignore[no-untyped-def]
         if isinstance(path, str) and "r" in mode and "+" not in mode:
-            opened.append(path)
+            note(0, path)
         return real_builtin_open(path, mode, *a, **kw)
 
     def o(path, flags, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
         if isinstance(path, str) and (flags & (os.O_WRONLY | os.O_RDWR | os.O_DIRECTORY)) == 0:
             # a file opened relative to a held directory fd (HeldDir) is recorded as that
             # directory and the name, "DIR\0NAME", and opened so by the floor
-            opened.append(path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
+            note(0, path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
         return real_open(path, flags, *a, dir_fd=dir_fd, **kw)
 
     def ld(path="."):  # type: ignore[no-untyped-def]
-        listed.append(path)
+        note(1, path)
         return real_listdir(path)
 
     def rl(path, *a, **kw):  # type: ignore[no-untyped-def]
-        linked.append(path)
+        note(2, path)
         return real_readlink(path, *a, **kw)
 
     def pr(fd, n, off):  # type: ignore[no-untyped-def]
-        PREADS.append(real_readlink(f"/proc/self/fd/{fd}"))
+        note(3, real_readlink(f"/proc/self/fd/{fd}"))
         return real_pread(fd, n, off)
 
     def st(path, *a, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
         if isinstance(path, str):  # (os.path.exists and isdir call it too)
-            STATS.append(path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
+            note(4, path if dir_fd is None else f"{real_readlink(f'/proc/self/fd/{dir_fd}')}\0{path}")
         return real_stat(path, *a, dir_fd=dir_fd, **kw)
 
     def ac(path, mode, *a, **kw):  # type: ignore[no-untyped-def]
         if isinstance(path, str):  # SysRoot.exists: recorded as "\1PATH", replayed as access
-            STATS.append("\1" + path)
+            note(4, "\1" + path)
         return real_access(path, mode, *a, **kw)
 
     os.open, os.listdir, os.readlink, os.pread = o, ld, rl, pr  # type: ignore[assignment]
@@ -220,7 +236,7 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
     return spent
 
 
-def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dict[str, float]:
+def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0, sections: bool = False) -> dict[str, float]:
     with HostReader(root, clock=SteppedClock(interval)) as reader:
         reader.read()  # warm caches (string tables, static device facts)
         # the files of `ticks` ticks at `interval`: with the settings rotation, ticks
@@ -251,6 +267,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
             reader._read_irqs(root, online, False)
             irq_costs.append(time.thread_time() - t)
         moving = _advancing_irq_cost(reader, root, online, ticks) if not root.live else None
+        parts = by_section(reader, ticks) if sections else []
     irq_files = [p for p in opened if p.endswith(("/per_cpu_count", "proc/interrupts"))]
     irq_held = [p for p in preads if p.endswith("/per_cpu_count")]
     irq_floor = statistics.median(floor_cpu(irq_files, [], [], False, irq_held) for _ in range(3)) / ticks
@@ -273,8 +290,76 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0) -> dic
           f"{', '.join(sorted({p.rsplit('/', 1)[-1] for p in irq_files + irq_held}))})")
     if moving is not None:
         print(f"  IRQ counts, advancing: {moving * 1000:8.2f} ms (each followed IRQ fires on its CPU each tick)")
+    for line in parts:
+        print(line)
     return {"tick": tick, "floor": floor, "ratio": ratio, "opened": len(opened) / ticks, "irq_tick": irq_tick,
             "irq_floor": irq_floor}
+
+
+def _parts(reader: HostReader) -> list[tuple[Any, str, str]]:
+    """(object, attribute, name) of the parts of `HostReader.read` timed apart by
+    `--sections`: the readers it calls, as collectors/host.py holds them."""
+    from nettop.collectors import host as h
+
+    return [(reader._settings, "read", "settings rotation"), (h.interfaces, "read_links", "links"),
+            (reader, "_read_irqs", "per-IRQ counts"), (h.queue_irqs, "map_all", "queue maps"),
+            (h.host_config, "read_host_config", "host config"), (reader._tuning, "read", "tuning"),
+            (h.softirqs, "read_softirqs", "/proc/softirqs"), (h.cpustat, "read_stat", "/proc/stat"),
+            (h.softnet, "read_softnet", "softnet_stat"), (h.cpus, "read_online_cpus", "online CPUs"),
+            (h, "read_uptime", "uptime"), (h.consistency, "check_cpu_sets", "CPU set checks"),
+            (reader, "_device_config", "device configs"), (reader._queue_counters, "read", "queue counters"),
+            (h.qdiscs, "read_qdiscs", "qdiscs"), (reader._nic_settings, "read", "NIC settings rotation")]
+
+
+def by_section(reader: HostReader, ticks: int, rounds: int = 10) -> list[str]:
+    """Lines that show each part of a tick beside its own floor: its CPU time (thread time around
+    each call, `rounds` x `ticks` ticks) and the floor of exactly the files it read
+    (replayed as `floor_cpu` does); "the rest" is the tick's own code and what no listed
+    part reads. Says where a tick's cost over the floor is, part by part. The timing
+    wrappers' two clock reads a call (~30 a tick) are in the figures; the live host's
+    raw netlink dumps (the floor's links and qdiscs) are not given to a part."""
+    current = ["the rest"]
+    spent: dict[str, int] = {}
+    saved: list[tuple[Any, str, Any]] = []
+    for obj, attr, name in _parts(reader):
+        fn = getattr(obj, attr)
+        saved.append((obj, attr, fn if attr in vars(obj) else None))
+
+        def timed(*a: Any, _fn: Any = fn, _name: str = name, **kw: Any) -> Any:
+            outer, current[0] = current[0], _name
+            t = time.thread_time_ns()
+            try:
+                return _fn(*a, **kw)
+            finally:
+                spent[_name] = spent.get(_name, 0) + time.thread_time_ns() - t
+                current[0] = outer
+        setattr(obj, attr, timed)
+    try:
+        record_accesses(reader, ticks, where=lambda: current[0])
+        parts = dict(SECTIONS)
+        spent.clear()
+        t = time.thread_time_ns()
+        for _ in range(rounds * ticks):
+            reader.read()
+        tick = (time.thread_time_ns() - t) / (rounds * ticks) / 1000
+    finally:
+        for obj, attr, fn in saved:
+            if fn is None:
+                delattr(obj, attr)
+            else:
+                setattr(obj, attr, fn)
+    us = {name: v / (rounds * ticks) / 1000 for name, v in spent.items()}
+    us["the rest"] = tick - sum(us.values())
+    floors = {name: statistics.median(floor_cpu(o, l, k, False, p, st) for _ in range(5)) / ticks * 1e6
+              for name, (o, l, k, p, st) in parts.items()}
+    out = [f"  by part ({rounds} x {ticks} ticks; tick {tick:.0f} us, floor {sum(floors.values()):.0f} us):",
+           f"    {'part':<22} {'CPU us':>7} {'floor us':>9} {'over us':>8}   files a tick: opened, pread, stat, listed"]
+    for name in sorted(us, key=lambda n: floors.get(n, 0.0) - us[n]):
+        o, l, _, p, st = parts.get(name, ([], [], [], [], []))
+        f = floors.get(name, 0.0)
+        out.append(f"    {name:<22} {us[name]:7.1f} {f:9.1f} {us[name] - f:8.1f}   "
+                   f"{len(o) / ticks:.1f}, {len(p) / ticks:.1f}, {len(st) / ticks:.1f}, {len(l) / ticks:.1f}")
+    return out
 
 
 def _advancing_irq_cost(reader: HostReader, root: SysRoot, online: tuple[int, ...], ticks: int) -> float | None:
@@ -315,10 +400,12 @@ def main() -> int:
     ap.add_argument("--fallback", action="store_true",
                     help="also measure each tree without /sys/kernel/irq (/proc/interrupts read)")
     ap.add_argument("--no-live", action="store_true", help="skip the live host")
+    ap.add_argument("--sections", action="store_true",
+                    help="also print each part of a tick (each reader) beside its own floor")
     args = ap.parse_args()
 
     if not args.no_live:
-        measure("live host", SysRoot("/"), args.ticks)
+        measure("live host", SysRoot("/"), args.ticks, sections=args.sections)
 
     from treegen import generate_tree  # tests/treegen.py
 
@@ -337,7 +424,7 @@ def main() -> int:
                 # the tree's files are then advanced in place, as sysfs regenerates them)
                 for label, root in ((f"generated {size}-CPU tree", SysRoot(str(dest))),
                                     ("the same tree read as the live kernel is", SysRoot(str(dest), in_place=True))):
-                    got = measure(label, root, args.ticks)
+                    got = measure(label, root, args.ticks, sections=args.sections)
                     ok = got["tick"] * 1000 <= LIMIT_MS[size]
                     print(f"  per tick vs {LIMIT_MS[size]:g} ms    : {'ok' if ok else 'OVER'}")
                 if not args.keep:
