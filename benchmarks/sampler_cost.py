@@ -236,7 +236,8 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
     return spent
 
 
-def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0, sections: bool = False) -> dict[str, float]:
+def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0,
+            sections: bool = False) -> dict[str, float]:
     with HostReader(root, clock=SteppedClock(interval)) as reader:
         reader.read()  # warm caches (string tables, static device facts)
         # the files of `ticks` ticks at `interval`: with the settings rotation, ticks
@@ -312,12 +313,12 @@ def _parts(reader: HostReader) -> list[tuple[Any, str, str]]:
 
 
 def by_section(reader: HostReader, ticks: int, rounds: int = 10) -> list[str]:
-    """Lines that show each part of a tick beside its own floor: its CPU time (thread time around
-    each call, `rounds` x `ticks` ticks) and the floor of exactly the files it read
-    (replayed as `floor_cpu` does); "the rest" is the tick's own code and what no listed
-    part reads. Says where a tick's cost over the floor is, part by part. The timing
-    wrappers' two clock reads a call (~30 a tick) are in the figures; the live host's
-    raw netlink dumps (the floor's links and qdiscs) are not given to a part."""
+    """Lines that show each part of a tick beside its own floor: its CPU time (thread
+    time around each call, `rounds` x `ticks` ticks) and the floor of exactly the files
+    it read (replayed as `floor_cpu` does); "the rest" is the tick's own code and what no
+    listed part reads. Says where a tick's cost over the floor is, part by part. The
+    timing wrappers' two clock reads a call (~30 a tick) are in the figures; the live
+    host's raw netlink dumps (the floor's links and qdiscs) are not given to a part."""
     current = ["the rest"]
     spent: dict[str, int] = {}
     saved: list[tuple[Any, str, Any]] = []
