@@ -185,7 +185,7 @@ def run(size: int, samples: int, keep: str | None, in_place: bool = True) -> dic
             reads.append(t1 - t0)
             feeds.append(t2 - t1)
             writes.append(t3 - t2)
-            floors.append(floor_cpu(floor_files, [], [], False))
+            floors.append(floor_cpu(floor_files, [], []))
             del point
     finally:
         writer.close()

@@ -8,7 +8,10 @@ with /sys/kernel/irq and (`--fallback`) without it, prints:
     wrapping os.open/os.listdir/os.readlink over N ticks, their clock stepped by 1 s so
     that the settings rotation reads what it would at a 1 s interval; per-tick means;
     the paths it looks up with os.stat or os.access too, as one such call each),
-    plus, live, the raw netlink dumps (links, qdiscs) received as bytes without parsing,
+    plus, live, exactly the kernel requests those ticks made (netlink: the link and qdisc
+    dumps, netdev's queue stats, ethtool's settings in rotation, the ethtool monitor's
+    poll; ethtool ioctls), sent again as the same bytes and their answers received as
+    bytes without parsing,
   - their ratio, the median of rounds that each replay the floor next to their own ticks
     (a drifting load on a shared machine then moves both alike). Targets (issue 29):
     <= 2x the floor; <= 3 ms per tick on the 256-CPU tree and <= 10 ms on the 1,024-CPU
@@ -56,9 +59,14 @@ PREADS: list[str] = []  # paths the last record_accesses read again through held
 # paths (or "DIR\0NAME") the last record_accesses looked up with os.stat, and ("\1PATH")
 # with os.access
 STATS: list[str] = []
+# the kernel requests the last record_accesses made other than files (live): each a tuple
+# that `_Asker` replays: ("dump", protocol, netlink message) for a request whose answer
+# ends in NLMSG_DONE or NLMSG_ERROR, ("poll", protocol) for a look at a socket's queue
+# without waiting, ("ioctl", ifreq name, the buffer's type code and bytes) for ethtool
+ASKS: list[tuple[Any, ...]] = []
 # the last record_accesses' accesses by part of the tick (given `where`): name ->
-# (opened, listed, linked, preads, stats), each as above
-SECTIONS: dict[str, tuple[list[str], list[str], list[str], list[str], list[str]]] = {}
+# (opened, listed, linked, preads, stats, asks), each as above
+SECTIONS: dict[str, tuple[list[str], list[str], list[str], list[str], list[str], list[tuple[Any, ...]]]] = {}
 
 
 def record_accesses(reader: HostReader, ticks: int = 1,
@@ -66,20 +74,25 @@ def record_accesses(reader: HostReader, ticks: int = 1,
     """Paths `ticks` ticks open, list and read links of (all of them, in order); the
     files read again through a descriptor held open (os.pread) go to PREADS, the paths
     looked up with os.stat (whether a file is there, whether a directory changed) to
-    STATS. `where`, when given, names the part of the tick running (`--sections`): each
-    access also goes to SECTIONS under that name."""
+    STATS, the netlink requests and ethtool ioctls to ASKS. `where`, when given, names
+    the part of the tick running (`--sections`): each access also goes to SECTIONS under
+    that name."""
+    from nettop.kernel import netlink, rtnl
+    from nettop.kernel.ethtool import Ethtool
+
     opened: list[str] = []
     listed: list[str] = []
     linked: list[str] = []
     PREADS.clear()
     STATS.clear()
+    ASKS.clear()
     SECTIONS.clear()
-    kinds = (opened, listed, linked, PREADS, STATS)
+    kinds = (opened, listed, linked, PREADS, STATS, ASKS)
 
-    def note(kind: int, path: str) -> None:
+    def note(kind: int, path: Any) -> None:
         kinds[kind].append(path)
         if where is not None:
-            SECTIONS.setdefault(where(), ([], [], [], [], []))[kind].append(path)
+            SECTIONS.setdefault(where(), ([], [], [], [], [], []))[kind].append(path)
     real_open, real_listdir, real_readlink, real_pread = os.open, os.listdir, os.readlink, os.pread
     real_stat, real_access = os.stat, os.access
     real_builtin_open = builtins.open
@@ -118,9 +131,30 @@ def record_accesses(reader: HostReader, ticks: int = 1,
             note(4, "\1" + path)
         return real_access(path, mode, *a, **kw)
 
+    real_dump, real_request = rtnl.Rtnl._dump, netlink.NetlinkSocket.request
+    real_pending, real_ioctl = netlink.NetlinkSocket.pending, Ethtool._ioctl
+
+    def dump(self, msg_type, body, *a, **kw):  # type: ignore[no-untyped-def]
+        note(5, ("dump", self._sock.proto, _message(msg_type, netlink.NLM_F_DUMP, body)))
+        return real_dump(self, msg_type, body, *a, **kw)
+
+    def request(self, msg_type, body, flags=netlink.NLM_F_ACK, what=""):  # type: ignore[no-untyped-def]
+        note(5, ("dump", self._sock.proto, _message(msg_type, flags, body)))
+        return real_request(self, msg_type, body, flags, what)
+
+    def pending(self):  # type: ignore[no-untyped-def]
+        note(5, ("poll", self._sock.proto))
+        return real_pending(self)
+
+    def ioctl(self, ifname, buf):  # type: ignore[no-untyped-def]
+        note(5, ("ioctl", ifname, buf.typecode, buf.tobytes()))
+        return real_ioctl(self, ifname, buf)
+
     os.open, os.listdir, os.readlink, os.pread = o, ld, rl, pr  # type: ignore[assignment]
     os.stat, os.access = st, ac  # type: ignore[assignment]
     builtins.open = bo
+    rtnl.Rtnl._dump, netlink.NetlinkSocket.request = dump, request  # type: ignore[method-assign]
+    netlink.NetlinkSocket.pending, Ethtool._ioctl = pending, ioctl  # type: ignore[method-assign]
     try:
         for _ in range(ticks):
             reader.read()
@@ -128,40 +162,97 @@ def record_accesses(reader: HostReader, ticks: int = 1,
         os.open, os.listdir, os.readlink, os.pread = real_open, real_listdir, real_readlink, real_pread  # type: ignore[assignment]
         os.stat, os.access = real_stat, real_access  # type: ignore[assignment]
         builtins.open = real_builtin_open
+        rtnl.Rtnl._dump, netlink.NetlinkSocket.request = real_dump, real_request  # type: ignore[method-assign]
+        netlink.NetlinkSocket.pending, Ethtool._ioctl = real_pending, real_ioctl  # type: ignore[method-assign]
     return opened, listed, linked
 
 
-def _netlink_dump(msg_type: int, family_hdr: bytes) -> int:
-    """Receive a whole rtnetlink dump as raw bytes; returns the byte count."""
-    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
-    try:
-        hdr = struct.pack("=LHHLL", 16 + len(family_hdr), msg_type, 0x301, 1, 0)  # NLM_F_REQUEST|DUMP
-        s.sendto(hdr + family_hdr, (0, 0))
-        total = 0
-        while True:
-            data = s.recv(1 << 16)
-            total += len(data)
-            off = 0
-            done = False
-            while off + 16 <= len(data):
-                length, typ = struct.unpack_from("=LH", data, off)
-                if typ in (2, 3):  # NLMSG_ERROR, NLMSG_DONE
-                    done = True
-                off += (length + 3) & ~3
-                if length == 0:
-                    break
-            if done:
+def _asked(asks: list[tuple[Any, ...]], ticks: int) -> str:
+    """The kernel requests of `ticks` ticks, per tick: "2.0 netlink dumps/requests, ..."."""
+    kinds = {"dump": "netlink requests", "poll": "netlink polls", "ioctl": "ethtool ioctls"}
+    return ", ".join(f"{sum(1 for a in asks if a[0] == k) / ticks:.1f} {what}"
+                     for k, what in kinds.items() if any(a[0] == k for a in asks))
+
+
+def _message(msg_type: int, flags: int, body: bytes) -> bytes:
+    """A netlink request as sent (sequence number 1, port 0)."""
+    return struct.pack("=IHHII", 16 + len(body), msg_type, 1 | flags, 1, 0) + body  # NLM_F_REQUEST
+
+
+class _Asker:
+    """Replays recorded kernel requests (ASKS) raw: the sockets are opened, bound and the
+    ioctl buffers made before the measured time (nettop keeps its sockets open too); in
+    it, each request's bytes are sent and its answer received as bytes, read only far
+    enough to see where it ends (NLMSG_DONE, NLMSG_ERROR: an ACK or a refusal)."""
+
+    def __init__(self, asks: list[tuple[Any, ...]]) -> None:
+        import array
+
+        self.socks: dict[int, socket.socket] = {}
+        self.inet: socket.socket | None = None
+        self.steps: list[tuple[Any, ...]] = []
+        for ask in asks:
+            if ask[0] in ("dump", "poll") and ask[1] not in self.socks:
+                s = self.socks[ask[1]] = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, ask[1])
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+                s.bind((0, 0))
+            if ask[0] == "ioctl":
+                if self.inet is None:
+                    self.inet = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                buf = array.array(ask[2], ask[3])
+                self.steps.append(("ioctl", struct.pack("16sP", ask[1].encode()[:15], buf.buffer_info()[0]), buf))
+            else:
+                self.steps.append((ask[0], self.socks[ask[1]], *ask[2:]))
+
+    def run(self) -> None:
+        import fcntl
+
+        for step in self.steps:
+            if step[0] == "dump":
+                step[1].send(step[2])
+                _answer(step[1])
+            elif step[0] == "poll":
+                try:
+                    step[1].recv(1 << 17, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    pass
+            else:
+                try:
+                    fcntl.ioctl(self.inet.fileno(), 0x8946, step[1])  # type: ignore[union-attr]  # SIOCETHTOOL
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        for s in self.socks.values():
+            s.close()
+        if self.inet is not None:
+            self.inet.close()
+
+
+def _answer(s: socket.socket) -> int:
+    """Receive one request's whole answer as raw bytes; returns the byte count."""
+    total = 0
+    while True:
+        data = s.recv(1 << 17)
+        total += len(data)
+        off = 0
+        while off + 16 <= len(data):
+            length, typ = struct.unpack_from("=LH", data, off)
+            if typ in (2, 3):  # NLMSG_ERROR, NLMSG_DONE
                 return total
-    finally:
-        s.close()
+            if length < 16:
+                return total
+            off += (length + 3) & ~3
 
 
-def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: bool,
-              preads: list[str] = (), stats: list[str] = ()) -> float:  # type: ignore[assignment]
+def floor_cpu(opened: list[str], listed: list[str], linked: list[str],
+              preads: list[str] = (), stats: list[str] = (),  # type: ignore[assignment]
+              asks: list[tuple[Any, ...]] = ()) -> float:  # type: ignore[assignment]
     """CPU time to read exactly these files (a file the sampler holds open, `preads`, as
     one pread of a descriptor opened outside the measured time), list these directories,
-    read these links, look up these paths (`stats`: os.stat) and (`netlink`) take the
-    link and qdisc dumps."""
+    read these links, look up these paths (`stats`: os.stat) and make these kernel
+    requests (`asks`, raw: `_Asker`)."""
+    asker = _Asker(list(asks)) if asks else None
     held: dict[str, int] = {}
     for p in preads:
         if p not in held:
@@ -227,12 +318,13 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str], netlink: 
             pass
     for dfd in dirs.values():
         os.close(dfd)
-    if netlink:
-        _netlink_dump(18, struct.pack("=BxHiII", 0, 0, 0, 0, 0))  # RTM_GETLINK
-        _netlink_dump(38, struct.pack("=BxxxiLLL", 0, 0, 0, 0, 0))  # RTM_GETQDISC
+    if asker is not None:
+        asker.run()
     spent = time.thread_time() - t
     for fd in held.values():
         os.close(fd)
+    if asker is not None:
+        asker.close()
     return spent
 
 
@@ -243,7 +335,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0,
         # the files of `ticks` ticks at `interval`: with the settings rotation, ticks
         # read different settings files, so the floor and the counts are per-tick means
         opened, listed, linked = record_accesses(reader, ticks)
-        preads, stats = list(PREADS), list(STATS)
+        preads, stats, asks = list(PREADS), list(STATS), list(ASKS)
         # rounds of `ticks` ticks, each followed at once by one replay of the floor: a
         # ratio from readings taken next to each other holds on a machine whose load
         # drifts (other tenants); the figure is the median of the rounds' ratios
@@ -256,7 +348,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0,
                 t = time.thread_time()
                 reader.read()
                 round_costs.append(time.thread_time() - t)
-            round_floor = floor_cpu(opened, listed, linked, False, preads, stats) / ticks + floor_cpu([], [], [], root.live)
+            round_floor = floor_cpu(opened, listed, linked, preads, stats, asks) / ticks
             costs += round_costs
             floors.append(round_floor)
             ratios.append(statistics.median(round_costs) / round_floor)
@@ -271,7 +363,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0,
         parts = by_section(reader, ticks) if sections else []
     irq_files = [p for p in opened if p.endswith(("/per_cpu_count", "proc/interrupts"))]
     irq_held = [p for p in preads if p.endswith("/per_cpu_count")]
-    irq_floor = statistics.median(floor_cpu(irq_files, [], [], False, irq_held) for _ in range(3)) / ticks
+    irq_floor = statistics.median(floor_cpu(irq_files, [], [], irq_held) for _ in range(3)) / ticks
     irq_tick = statistics.median(irq_costs)
     tick = statistics.median(costs)
     floor = statistics.median(floors)
@@ -281,7 +373,7 @@ def measure(label: str, root: SysRoot, ticks: int, interval: float = 1.0,
           f"{len(linked) / ticks:.1f} links, {len(stats) / ticks:.1f} stat, "
           f"{len(preads) / ticks:.1f} read again through held fds "
           f"(mean of {ticks} ticks at {interval:g} s)"
-          + (", + netlink link and qdisc dumps" if root.live else ""))
+          + (f", {_asked(asks, ticks)}" if asks else ""))
     print(f"  sampler CPU per tick : {tick * 1000:8.2f} ms (median of {ROUNDS} x {ticks})")
     print(f"  floor (read only)    : {floor * 1000:8.2f} ms (median of {ROUNDS})")
     print(f"  ratio                : {ratio:8.2f}x   (target <= {RATIO_LIMIT:g}x; median of {ROUNDS} rounds, "
@@ -318,7 +410,8 @@ def by_section(reader: HostReader, ticks: int, rounds: int = 10) -> list[str]:
     it read (replayed as `floor_cpu` does); "the rest" is the tick's own code and what no
     listed part reads. Says where a tick's cost over the floor is, part by part. The
     timing wrappers' two clock reads a call (~30 a tick) are in the figures; the live
-    host's raw netlink dumps (the floor's links and qdiscs) are not given to a part."""
+    host's kernel requests (netlink, ethtool ioctls) are in the floor of the part that
+    made them."""
     current = ["the rest"]
     spent: dict[str, int] = {}
     saved: list[tuple[Any, str, Any]] = []
@@ -351,15 +444,16 @@ def by_section(reader: HostReader, ticks: int, rounds: int = 10) -> list[str]:
                 setattr(obj, attr, fn)
     us = {name: v / (rounds * ticks) / 1000 for name, v in spent.items()}
     us["the rest"] = tick - sum(us.values())
-    floors = {name: statistics.median(floor_cpu(o, l, k, False, p, st) for _ in range(5)) / ticks * 1e6
-              for name, (o, l, k, p, st) in parts.items()}
+    floors = {name: statistics.median(floor_cpu(o, l, k, p, st, a) for _ in range(5)) / ticks * 1e6
+              for name, (o, l, k, p, st, a) in parts.items()}
     out = [f"  by part ({rounds} x {ticks} ticks; tick {tick:.0f} us, floor {sum(floors.values()):.0f} us):",
-           f"    {'part':<22} {'CPU us':>7} {'floor us':>9} {'over us':>8}   files a tick: opened, pread, stat, listed"]
+           f"    {'part':<22} {'CPU us':>7} {'floor us':>9} {'over us':>8}   a tick: opened, pread, stat, listed; asked"]
     for name in sorted(us, key=lambda n: floors.get(n, 0.0) - us[n]):
-        o, l, _, p, st = parts.get(name, ([], [], [], [], []))
+        o, l, _, p, st, a = parts.get(name, ([], [], [], [], [], []))
         f = floors.get(name, 0.0)
         out.append(f"    {name:<22} {us[name]:7.1f} {f:9.1f} {us[name] - f:8.1f}   "
-                   f"{len(o) / ticks:.1f}, {len(p) / ticks:.1f}, {len(st) / ticks:.1f}, {len(l) / ticks:.1f}")
+                   f"{len(o) / ticks:.1f}, {len(p) / ticks:.1f}, {len(st) / ticks:.1f}, {len(l) / ticks:.1f}; "
+                   f"{len(a) / ticks:.1f}")
     return out
 
 
