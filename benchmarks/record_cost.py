@@ -17,7 +17,8 @@ write, and their sum, also with the writes of a chain's key sample and its succe
 (measured in the warm-up) spread over the KEY_EVERY samples of a chain, with the floor
 of the read (raw reads of the files of one tick) beside it; the recording's bytes per sample and the projected size of 24 h at 1 s; and
 the process's RSS after the run. Targets (issue 29): <= 25 ms of CPU per sample at
-1,024 CPUs; 24 h <= 400 MB; RSS <= 200 MB.
+1,024 CPUs; 24 h <= 400 MB; RSS <= 200 MB. The first and last lines are the machine's
+own speed then (benchmarks/machine.py).
 
     .venv/bin/python benchmarks/record_cost.py [--cpus 1024] [--samples 40] [--keep DIR]
 """
@@ -227,11 +228,15 @@ def main() -> int:
     from nettop.pipeline.gc_policy import for_long_runs
 
     for_long_runs()  # as `nettop record` runs (nettop/cli.py): the collector's pace is part of its cost
+    import machine  # benchmarks/machine.py: the 25 ms target is this machine's; so is its speed today
+
+    print(machine.line())
     for size in (int(x) for x in re.split(r"[, ]+", a.cpus) if x):
         if size not in SIZES:
             print(f"record_cost: --cpus takes {', '.join(map(str, SIZES))}, not {size}", file=sys.stderr)
             return 2
         run(size, a.samples, a.keep, not a.open_each_tick)
+    print(machine.line().replace("today", "at the end"))
     return 0
 
 
