@@ -206,6 +206,7 @@ _STAT_DAMAGE = st.sampled_from([" ", "  ", "\n", "\n\n", "cpu", "cpu ", "-", "1"
 @example(256, [], True)
 @example(256, [(0, 0, "0 4000 2 3 4 5 6 7 8 9 10 11\n")], True)  # a line without its "cpu"
 @example(256, [(0, 0, "cpu0000300 1 2 3 4 5 6 7 8 9 10\n")], False)  # an id of 7 digits
+@example(256, [(0, 3, " "), (0, 2, " "), (0, 0, " ")], False)  # cut to the first line, then damaged again
 def test_proc_stat_table_of_many_cpus_matches_the_line_by_line_parser(n, damage, tail):
     """From ARRAYS_FROM CPUs /proc/stat is parsed whole into one array (cpustat._table).
     Whatever is damaged (a token inserted, cut or replaced anywhere), it must give what
@@ -215,7 +216,10 @@ def test_proc_stat_table_of_many_cpus_matches_the_line_by_line_parser(n, damage,
     text = "cpu  1 2 3 4 5 6 7 8 9 10\n" + "\n".join(_stat_lines(n)) + ("\nintr 1 2\n" if tail else "\n")
     first = text.index("\n") + 1
     for pos, how, what in damage:
-        at = first + pos % (len(text) - first)  # in the cpuN lines, or in the intr line after them
+        # in the cpuN lines, or in the intr line after them; at their start when an earlier
+        # cut left nothing after the first line
+        span = len(text) - first
+        at = first + (pos % span if span else 0)
         text = (text[:at] + what + text[at:] if how == 0 else text[:at] + what + text[at + len(what):] if how == 1
                 else text[:at] + text[at + 1 + pos % 3:] if how == 2 else text[:at] + what)
     got = _as_the_strict_path(cpustat, "_plainly_valid", cpustat.parse_stat, text)  # the line-by-line parser
