@@ -27,21 +27,30 @@ if [ -f done ] && [ "$(cat done)" = "$KVER" ] && [ -f initramfs.gz ] && [ -f "kr
 fi
 echo "vm build: guest kernel $KVER in $W" >&2
 SRC=linux-source-$(echo "$KVER" | cut -d. -f1-2)
-need=(qemu-system-x86 busybox-static kmod gcc make xz-utils "linux-headers-$KVER" "$SRC")
+
+# the kernel image and its modules, unpacked here only; first, because the source and
+# headers are installed at its version: the archive may carry a newer source release
+# than the image (29 Nov 2026: linux-source-6.1 6.1.192-3 beside linux-image 6.1.192-2,
+# both still there), and netdevsim must be built from the image's own
+rm -rf kroot ./*.deb
+apt-get download -qq "linux-image-$KVER" 2>/dev/null || { apt-get update -qq; apt-get download -qq "linux-image-$KVER"; }
+dpkg -x "linux-image-${KVER}"_*.deb kroot
+img_ver=$(dpkg-deb -f "linux-image-${KVER}"_*.deb Version)
+
+need=(qemu-system-x86 busybox-static kmod gcc make xz-utils)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
+for p in "linux-headers-$KVER" "$SRC"; do
+  [ "$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null)" = "install ok installed $img_ver" ] \
+    || missing+=("$p=$img_ver")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get install -y -qq --no-install-recommends --allow-downgrades "${missing[@]}" >/dev/null \
+    || { echo "vm build: cannot install ${missing[*]} (the source and headers of linux-image-$KVER $img_ver)" >&2; exit 1; }
 fi
-
-# the kernel image and its modules, unpacked here only
-rm -rf kroot ./*.deb
-apt-get download -qq "linux-image-$KVER"
-dpkg -x "linux-image-${KVER}"_*.deb kroot
-img_ver=$(dpkg-deb -f "linux-image-${KVER}"_*.deb Version)
 src_ver=$(dpkg-query -W -f='${Version}' "$SRC")
 [ "$img_ver" = "$src_ver" ] || { echo "vm build: $SRC $src_ver does not match linux-image-$KVER $img_ver" >&2; exit 1; }
 
