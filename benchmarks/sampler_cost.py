@@ -212,7 +212,10 @@ class _Asker:
         for step in self.steps:
             if step[0] == "dump":
                 step[1].send(step[2])
-                _answer(step[1])
+                if struct.unpack_from("=H", step[2], 6)[0] & 0x304:  # NLM_F_ACK or NLM_F_DUMP: to its end
+                    _answer(step[1])
+                else:  # neither: one answer (NetlinkSocket.request returns after it too)
+                    step[1].recv(1 << 17)
             elif step[0] == "poll":
                 try:
                     step[1].recv(1 << 17, socket.MSG_DONTWAIT)
