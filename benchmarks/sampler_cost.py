@@ -62,8 +62,8 @@ PREADS: list[str] = []  # paths the last record_accesses read again through held
 # with os.access
 STATS: list[str] = []
 # the kernel requests the last record_accesses made other than files (live): each a tuple
-# that `_Asker` replays: ("dump", protocol, netlink message) for a request whose answer
-# ends in NLMSG_DONE or NLMSG_ERROR, ("poll", protocol) for a look at a socket's queue
+# that `_Asker` replays: ("netlink", protocol, netlink message) for a request (a dump or
+# an acknowledged one: its answer ends in NLMSG_DONE or NLMSG_ERROR), ("poll", protocol) for a look at a socket's queue
 # without waiting, ("ioctl", ifreq name, the buffer's type code and bytes) for ethtool
 ASKS: list[tuple[Any, ...]] = []
 # the last record_accesses' accesses by part of the tick (given `where`): name ->
@@ -137,11 +137,11 @@ def record_accesses(reader: HostReader, ticks: int = 1,
     real_pending, real_ioctl = netlink.NetlinkSocket.pending, Ethtool._ioctl
 
     def dump(self, msg_type, body, *a, **kw):  # type: ignore[no-untyped-def]
-        note(5, ("dump", self._sock.proto, _message(msg_type, netlink.NLM_F_DUMP, body)))
+        note(5, ("netlink", self._sock.proto, _message(msg_type, netlink.NLM_F_DUMP, body)))
         return real_dump(self, msg_type, body, *a, **kw)
 
     def request(self, msg_type, body, flags=netlink.NLM_F_ACK, what=""):  # type: ignore[no-untyped-def]
-        note(5, ("dump", self._sock.proto, _message(msg_type, flags, body)))
+        note(5, ("netlink", self._sock.proto, _message(msg_type, flags, body)))
         return real_request(self, msg_type, body, flags, what)
 
     def pending(self):  # type: ignore[no-untyped-def]
@@ -170,15 +170,17 @@ def record_accesses(reader: HostReader, ticks: int = 1,
 
 
 def _asked(asks: list[tuple[Any, ...]], ticks: int) -> str:
-    """The kernel requests of `ticks` ticks, per tick: "2.0 netlink dumps/requests, ..."."""
-    kinds = {"dump": "netlink requests", "poll": "netlink polls", "ioctl": "ethtool ioctls"}
+    """The kernel requests of `ticks` ticks, per tick: "3.5 netlink requests, ..."."""
+    kinds = {"netlink": "netlink requests", "poll": "netlink polls", "ioctl": "ethtool ioctls"}
     return ", ".join(f"{sum(1 for a in asks if a[0] == k) / ticks:.1f} {what}"
                      for k, what in kinds.items() if any(a[0] == k for a in asks))
 
 
 def _message(msg_type: int, flags: int, body: bytes) -> bytes:
     """A netlink request as sent (sequence number 1, port 0)."""
-    return struct.pack("=IHHII", 16 + len(body), msg_type, 1 | flags, 1, 0) + body  # NLM_F_REQUEST
+    from nettop.kernel import netlink
+
+    return netlink.HDR.pack(netlink.HDR.size + len(body), msg_type, netlink.NLM_F_REQUEST | flags, 1, 0) + body
 
 
 class _Asker:
@@ -194,7 +196,7 @@ class _Asker:
         self.inet: socket.socket | None = None
         self.steps: list[tuple[Any, ...]] = []
         for ask in asks:
-            if ask[0] in ("dump", "poll") and ask[1] not in self.socks:
+            if ask[0] in ("netlink", "poll") and ask[1] not in self.socks:
                 s = self.socks[ask[1]] = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, ask[1])
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
                 s.bind((0, 0))
@@ -209,10 +211,13 @@ class _Asker:
     def run(self) -> None:
         import fcntl
 
+        from nettop.kernel import netlink
+        from nettop.kernel.ethtool import SIOCETHTOOL
+
         for step in self.steps:
-            if step[0] == "dump":
+            if step[0] == "netlink":
                 step[1].send(step[2])
-                if struct.unpack_from("=H", step[2], 6)[0] & 0x304:  # NLM_F_ACK or NLM_F_DUMP: to its end
+                if netlink.HDR.unpack_from(step[2])[2] & (netlink.NLM_F_ACK | netlink.NLM_F_DUMP):  # to its end
                     _answer(step[1])
                 else:  # neither: one answer (NetlinkSocket.request returns after it too)
                     step[1].recv(1 << 17)
@@ -223,7 +228,7 @@ class _Asker:
                     pass
             else:
                 try:
-                    fcntl.ioctl(self.inet.fileno(), 0x8946, step[1])  # type: ignore[union-attr]  # SIOCETHTOOL
+                    fcntl.ioctl(self.inet.fileno(), SIOCETHTOOL, step[1])  # type: ignore[union-attr]
                 except OSError:
                     pass
 
@@ -234,19 +239,18 @@ class _Asker:
             self.inet.close()
 
 
-def _answer(s: socket.socket) -> int:
-    """Receive one request's whole answer as raw bytes; returns the byte count."""
-    total = 0
+def _answer(s: socket.socket) -> None:
+    """Receive one request's whole answer as raw bytes, each message's header read only
+    for its length and whether it ends the answer (NLMSG_ERROR, NLMSG_DONE)."""
+    from nettop.kernel.netlink import HDR, NLMSG_DONE, NLMSG_ERROR
+
     while True:
         data = s.recv(1 << 17)
-        total += len(data)
         off = 0
-        while off + 16 <= len(data):
-            length, typ = struct.unpack_from("=LH", data, off)
-            if typ in (2, 3):  # NLMSG_ERROR, NLMSG_DONE
-                return total
-            if length < 16:
-                return total
+        while off + HDR.size <= len(data):
+            length, typ = struct.unpack_from("=IH", data, off)
+            if typ == NLMSG_ERROR or typ == NLMSG_DONE or length < HDR.size:
+                return
             off += (length + 3) & ~3
 
 
@@ -257,7 +261,7 @@ def floor_cpu(opened: list[str], listed: list[str], linked: list[str],
     one pread of a descriptor opened outside the measured time), list these directories,
     read these links, look up these paths (`stats`: os.stat) and make these kernel
     requests (`asks`, raw: `_Asker`)."""
-    asker = _Asker(list(asks)) if asks else None
+    asker = _Asker(asks) if asks else None
     held: dict[str, int] = {}
     for p in preads:
         if p not in held:
