@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from nettop.collectors import cpus, interrupts, irq_sysfs
 from nettop.collectors.host import HostReader
-from nettop.collectors.irq_sysfs import SOURCE, SysfsIrqReader
+from nettop.collectors.irq_sysfs import SOURCE, VECTOR_FROM, SysfsIrqReader
 from nettop.kernel.sysroot import LIVE, SysRoot
 from nettop.model.rates import compute_rates
 from nettop.model.snapshot import Snapshot
@@ -248,11 +248,13 @@ def test_an_irq_that_fires_on_the_same_cpu_again_is_parsed_without_a_search():
         seen = got[2]
 
 
+@pytest.mark.parametrize("vector_from", [1, VECTOR_FROM])  # the changed rows in bulk, and one by one
 @pytest.mark.parametrize("offline", [(), (5,)])
-def test_a_tree_that_advances_under_one_reader_matches_proc_interrupts(tmp_path, offline):
+def test_a_tree_that_advances_under_one_reader_matches_proc_interrupts(tmp_path, offline, vector_from):
     kw = dict(cpus=16, irqs=60, queues=8, offline=offline)
     tree = generate_tree(tmp_path / "t", step=0, **kw)
     with HostReader(SysRoot(str(tree))) as r:
+        r._irq_sysfs.vector_from = vector_from
         r.read()
         for step in (1, 2, 3):  # the same files rewritten: only changed fields are parsed
             generate_tree(tree, step=step, **kw)
@@ -423,7 +425,8 @@ def test_a_vector_freed_and_allocated_again_under_the_same_name_shows_its_new_hw
     assert seen[-1].startswith("77") and not seen[-1].startswith(old_hwirq)
 
 
-def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_path):
+@pytest.mark.parametrize("vector_from", [1, VECTOR_FROM])
+def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_path, vector_from):
     """A tick that stops part way (a damaged file further on) has already remembered the
     texts of the rows before it, so it must have written their moved fields into the
     matrix too: once the damage is gone and the IRQs are read again, those rows are not
@@ -432,6 +435,7 @@ def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_pat
     root = SysRoot(str(tree))
     online = tuple(range(8))
     reader = SysfsIrqReader()
+    reader.vector_from = vector_from
     assert reader.read(root, online, lambda irq, name: True) is not None
     followed = sorted(reader._paths)
     irqdir = tree / "sys/kernel/irq"
@@ -457,6 +461,46 @@ def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_pat
         table = reader.read(root, online, lambda irq, name: True)
         assert table is not None
         assert {i: list(table.irqs[i].counts) for i in followed} == {i: counts(i) for i in followed}
+
+
+def test_a_row_taken_in_bulk_and_then_back_to_its_older_text_is_read_as_the_file(tmp_path):
+    """A bulk tick (`_bulk`) leaves its rows' `last` texts one tick behind (`ref` has the
+    new ones): a count that then goes back to what it was before that tick (a reset, a
+    counter put back) must be read, not taken for the older text's unchanged copy."""
+    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
+    root = SysRoot(str(tree), in_place=True)
+    online = tuple(range(8))
+    reader = SysfsIrqReader()
+    want = lambda irq, name: True  # noqa: E731
+    irqdir = tree / "sys/kernel/irq"
+    try:
+        assert reader.read(root, online, want) is not None
+        followed = sorted(reader._paths)
+        rows = {i: [int(x) for x in (irqdir / str(i) / "per_cpu_count").read_text().strip().split(",")]
+                for i in followed}
+
+        def tick(add: int, vector_from: int) -> None:
+            for irq, row in rows.items():
+                row[irq % 8] = 100_000 + add  # the same field, the same width
+                fd = os.open(irqdir / str(irq) / "per_cpu_count", os.O_WRONLY | os.O_TRUNC)
+                try:
+                    os.write(fd, (",".join(map(str, row)) + "\n").encode())
+                finally:
+                    os.close(fd)
+            reader.vector_from = vector_from
+            table = reader.read(root, online, want)
+            assert table is not None
+            assert {i: list(table.irqs[i].counts) for i in followed} == rows
+            assert {i: table.irqs[i].total for i in followed} == {i: sum(r) for i, r in rows.items()}
+
+        tick(0, 10 ** 9)  # one by one: each row's span is this field
+        tick(1, 10 ** 9)
+        tick(2, 1)  # in bulk
+        tick(1, 10 ** 9)  # back to the text two ticks ago, one by one
+        tick(2, 1)
+        tick(1, 1)
+    finally:
+        reader.close()
 
 
 def test_the_table_names_every_irq_as_proc_interrupts_does_and_counts_the_followed(tmp_path):
@@ -697,6 +741,9 @@ def test_held_files_rewritten_in_place_give_each_tick_the_files_counts_and_sums(
                 extra += 1  # a refused set is read again once IRQs change: one comes (no action)
                 (irqdir / f"{9000 + extra}").mkdir()
                 (irqdir / f"{9000 + extra}" / "actions").write_text("\n")
+            # the changed rows taken in bulk (`_bulk`) or one by one, and a tick of each
+            # after the other (a bulk tick leaves its rows' `last` texts behind `ref`)
+            reader.vector_from = data.draw(st.sampled_from([0, 1, 4, VECTOR_FROM]))
             table = reader.read(root, online, want)
             assert table is not None
             assert {i: list(table.irqs[i].counts) for i in followed} == rows
