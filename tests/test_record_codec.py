@@ -575,6 +575,42 @@ def test_a_run_of_kept_settings_is_taken_whole_and_gives_the_walks_values(monkey
     assert walked == [24, 1, 2, 0]
 
 
+def _queue_settings(n: int, tag: float) -> tuple:
+    from nettop.model.snapshot import BqlState, QueueConfig
+
+    return tuple(QueueConfig("rx" if i % 3 else "tx", i, "f" if i % 2 else None, i, "0", None, tag + i) if i % 4
+                 else BqlState(i, 10 * i, 20, 0, i, tag) for i in range(n))
+
+
+@pytest.mark.parametrize("new_at", [(), (0,), (11,), (5, 6), (0, 1, 2), (10, 11), (0, 11), (2, 5, 9),
+                                    (0, 2, 4, 6, 8, 10), (1, 3, 5, 7, 9, 11), tuple(range(12))])
+def test_settings_walk_only_the_new_objects_and_take_the_runs_between_whole(new_at, monkeypatch):
+    """A tuple of settings of which the rotation re-read some (new objects, at the start,
+    the end, side by side, every other one, all, none) and kept the rest (last sample's
+    objects): IntParts.settings takes the runs of kept ones whole and walks only the new
+    ones, and its skeleton, ints and floats are exactly the plain walk's."""
+    first = _queue_settings(12, 1.5)
+    second = tuple(dataclasses.replace(q, read_at=9.25 + i) if i in new_at else q for i, q in enumerate(first))
+    walked: list = []
+    remembered = codec.IntParts.remembered
+    monkeypatch.setattr(codec.IntParts, "remembered",
+                        lambda self, obj, floats: walked.append(obj) or remembered(self, obj, floats))
+    seen: dict = {}
+    for value, want_walked in ((first, list(first)), (second, [second[i] for i in new_at]), (list(second), [])):
+        walked.clear()  # a tuple (a device's queues), then a list (a mapping's values) of last sample's
+        ints: list = []
+        floats: list = []
+        want = [codec._enc(v, ints, floats) for v in value]
+        parts = codec.IntParts(seen)
+        got_floats: list = []
+        got = parts.settings(value, got_floats)
+        assert codec.skeleton_text(got) == codec.skeleton_text(want)
+        assert (list(parts), got_floats) == (ints, floats)
+        assert walked == want_walked
+        assert all(parts.kept[id(v)][0] is v for v in value)  # each one kept for the next sample
+        seen = parts.kept
+
+
 def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(two_reads, tmp_path):
     """The writer hands a per-CPU table the same skeleton object while its class, CPUs
     and constant fields are those of last time (codec._table_skeleton); a table whose
