@@ -611,6 +611,37 @@ def test_settings_walk_only_the_new_objects_and_take_the_runs_between_whole(new_
         seen = parts.kept
 
 
+def test_a_setting_read_again_alike_has_the_same_skeleton_object():
+    """A setting the rotation read again (a new object) whose skeleton is last time's gets
+    last time's skeleton object, so the Writer's same_tree passes it by identity; one
+    whose strings or field types differ gets its own, and every skeleton is the walk's."""
+    from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
+
+    q = QueueConfig("rx", 3, "ff", 5, None, "0", 1.5)
+    same = dataclasses.replace(q, index=4, rps_flow_cnt=9, read_at=2.5)  # other counters, same skeleton
+    others = [dataclasses.replace(q, rps_cpus="f"), dataclasses.replace(q, xps_cpus=""),
+              dataclasses.replace(q, read_at=None), dataclasses.replace(q, index=True),
+              dataclasses.replace(q, rps_flow_cnt=5.0), dataclasses.replace(q, kind="tx")]
+
+    def skeleton(obj: object) -> object:
+        parts = codec.IntParts({})
+        got = parts.remembered(obj, [])
+        assert codec.skeleton_text(got) == codec.split(obj)[0]
+        return got
+
+    base = skeleton(q)
+    assert skeleton(same) is base
+    for other in others:
+        got = skeleton(other)
+        assert got is not base and codec.skeleton_text(got) != codec.skeleton_text(base)
+        assert not codec.same_tree(got, base)
+    bql = [BqlState(0, 1, 2, 3, 4, None), BqlState(5, 6, 7, 8, 9, None), BqlState(0, 1, 2, 3, 4, 1.0)]
+    runs = [skeleton(b) for b in bql]  # all counters ({"n": 5}), then counters and a float
+    assert runs[0] is runs[1] and runs[2] is not runs[0] and skeleton(dataclasses.replace(bql[2], read_at=7.0)) is runs[2]
+    aff = IrqAffinity(40, (1, 2), (1,), None, 0, None, 1.0)  # tuples in its fields: its own skeleton each time
+    assert codec.same_tree(skeleton(aff), skeleton(dataclasses.replace(aff, read_at=2.0)))
+
+
 def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(two_reads, tmp_path):
     """The writer hands a per-CPU table the same skeleton object while its class, CPUs
     and constant fields are those of last time (codec._table_skeleton); a table whose
