@@ -463,6 +463,84 @@ def test_pack_ordered_is_pack_diffs_of_the_permuted_differences(data):
     assert order.place(np.arange(n)).tolist() == inverse.tolist()
 
 
+_small_values = st.one_of(st.integers(-3, 3), st.integers(-(2 ** 61), 2 ** 61 - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_pack_steps_is_pack_ordered_of_the_straight_line_differences(data):
+    """The Writer packs a straight-line prediction's differences from two steps, this
+    sample's from its base and its base's from its own (codec.pack_steps), without making
+    v - 2p + q: the very bytes of making them, also where the steps are alike, equal but
+    for one value, or far apart (values up to the safe range, where v - 2p + q wraps)."""
+    np = numpy()
+    n = data.draw(st.integers(1, 80))
+    q = data.draw(st.lists(_small_values, min_size=n, max_size=n))
+    p = [x + data.draw(st.sampled_from([0, 0, 1, -4, 70])) for x in q]
+    kind = data.draw(st.sampled_from(["same", "one", "any"]))
+    if kind == "any":
+        v = data.draw(st.lists(_small_values, min_size=n, max_size=n))
+    else:  # on the line through q and p, but for one value
+        v = [2 * y - x for x, y in zip(q, p)]
+        if kind == "one":
+            v[data.draw(st.integers(0, n - 1))] += data.draw(st.sampled_from([1, -1, 2 ** 40]))
+        v = [min(max(x, -(2 ** 61)), 2 ** 61 - 1) for x in v]
+    order = codec.Order.between(q, p, by_size=True)
+    v64, p64, q64 = (np.array(x, dtype=np.int64) for x in (v, p, q))
+    want = codec.pack_ints(v, p, q, order)
+    assert codec.pack_ordered(v64 - 2 * p64 + q64, order) == want
+    step, last = v64 - p64, p64 - q64
+    work = (np.empty(n, dtype=np.int64), last)  # the second may be `last`: written over
+    assert codec.pack_steps(step, last, order, work) == want
+    assert step.tolist() == (v64 - p64).tolist()  # this sample's step stays: the next one's `last`
+
+
+class _FailingSample:
+    """A Writer's connection whose next sample row fails to be stored (a full disk)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db, self.fail = db, False
+
+    def execute(self, sql: str, *args: object) -> object:
+        if self.fail and sql.startswith("INSERT INTO sample"):
+            self.fail = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def test_the_writer_predicts_from_the_step_it_kept_or_makes_it_again(two_reads, tmp_path):
+    """A Writer keeps each sample's step from its base for the next one's straight-line
+    prediction; one that failed to store a sample (whose packing wrote over the kept
+    step) makes it again when that sample is added again. Either way every blob is that
+    of a Writer that only packs Python lists (codec.pack_ints)."""
+    _, b = two_reads
+    snaps = [dataclasses.replace(b, online_cpus=tuple(range(k, k + 40)) + (k * k, 7, 3 * k), t_mono=b.t_mono + k)
+             for k in range(9)]
+
+    def write(path, failing=(), lists=False):
+        w = Writer(str(path), {"host": "h"})
+        w._db = db = _FailingSample(w._db)
+        for k, s in enumerate(snaps):
+            if lists:
+                w._prev_small = False  # every sample after the key takes pack_ints
+            if k in failing:
+                db.fail = True
+                with pytest.raises(RecordingError, match="full"):
+                    w.add_sample(s)
+            w.add_sample(s)
+        w.close()
+        with sqlite3.connect(path) as conn:
+            return conn.execute("SELECT seq, pred, ints FROM sample ORDER BY seq").fetchall()
+
+    want = write(tmp_path / "lists.nettop", lists=True)
+    assert [pred for _, pred, _ in want] == [0, 1] + [2] * 7
+    assert write(tmp_path / "kept.nettop") == want
+    assert write(tmp_path / "failed.nettop", failing=(1, 3, 4, 7)) == want
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 12), st.integers(2, 5), st.sampled_from([0, 2 ** 61 - 1, 2 ** 61, -(2 ** 61) - 1, 2 ** 63 - 1]),
        st.sampled_from([0, 2 ** 61, 2 ** 63, -(2 ** 63) - 1]), st.booleans())

@@ -1004,15 +1004,39 @@ def pack_ordered(d: Any, order: Order, scratch: Any = None) -> bytes:
     n = len(d)
     # nonzero of an int64 array is ~15x slower than a comparison and nonzero of its bools
     nz = np.flatnonzero(np.not_equal(d, 0, out=scratch.view(np.bool_)[:n] if scratch is not None else None))
+    return _pack_placed(nz, d[nz], n, order, (scratch, d) if scratch is not None else None)
+
+
+def pack_steps(step: Any, last: Any, order: Order, work: tuple[Any, Any]) -> bytes:
+    """`pack_ordered(step - last, order)`, byte for byte, without making the differences:
+    a straight-line prediction's difference v - 2p + q is the sample's step from its base
+    (v - p) less its base's step (p - q), which the Writer kept from the last sample, so
+    the non-zero ones are where the two steps differ. At 1,024 CPUs making v - 2p + q was
+    three passes over ~560,000 int64 values (4.5 MB each), ~0.5-1 ms a sample on a VM.
+    Both are int64 arrays in walk order; the values wrap as `v - 2*p + q` does in int64.
+
+    `work`: two int64 arrays of step's length to compute in; the second may be `last`
+    (it is overwritten)."""
+    np = numpy()
+    n = len(step)
+    nz = np.flatnonzero(np.not_equal(step, last, out=work[0].view(np.bool_)[:n]))
+    return _pack_placed(nz, step[nz] - last[nz], n, order, work)
+
+
+def _pack_placed(nz: Any, values: Any, n: int, order: Order, work: tuple[Any, Any] | None) -> bytes:
+    """The blob of n differences in walk order that are 0 but at walk positions `nz`
+    (ascending), where they are `values` (int64): those are placed in storage order
+    (`Order.place`), into a head of zeros that ends at the last of them. `work`: two int64
+    arrays of n; the head is built in the second (overwritten). None: one is allocated."""
+    np = numpy()
     if not len(nz):
-        return _pack_head(d[:0], n, None)
+        return _pack_head(values, n, None)  # empty
     pos = order.place(nz)
-    values = d[nz]
     end = int(pos.max()) + 1
-    head = d[:end] if scratch is not None else np.zeros(end, dtype=np.int64)
+    head = work[1][:end] if work is not None else np.zeros(end, dtype=np.int64)
     head.fill(0)
     head[pos] = values
-    return _pack_head(head, n, (scratch, head) if scratch is not None else None)
+    return _pack_head(head, n, (work[0], head) if work is not None else None)
 
 
 def _pack_head(head: Any, n: int, work: tuple[Any, Any] | None) -> bytes:
