@@ -720,6 +720,27 @@ def test_a_setting_read_again_alike_has_the_same_skeleton_object():
     assert codec.same_tree(skeleton(aff), skeleton(dataclasses.replace(aff, read_at=2.0)))
 
 
+@pytest.mark.parametrize("odd", [None, True, 2.0, "x", 2 ** 70, -(2 ** 64)])
+def test_a_mapping_of_plain_ints_is_taken_in_one_step_as_the_walk_gives_it(odd):
+    """A mapping whose values are all plain ints (the CPUs' NUMA nodes) is taken in one
+    step with a [0] * n skeleton shared from sample to sample; one with any other value
+    (a bool, a float, a string) is walked. Either way the skeleton, ints and floats are
+    those of walking each value, for `split` and for the Writer's IntParts."""
+    nodes = {cpu: cpu // 4 for cpu in range(12)}
+    if odd is not None:
+        nodes[5] = odd
+    for ints in ([], codec.IntParts({})):
+        floats: list = []
+        got = codec._enc(nodes, ints, floats)
+        want_ints: list = []
+        want_floats: list = []
+        want = {"k": list(nodes), "v": [codec._enc(v, want_ints, want_floats) for v in nodes.values()]}
+        assert codec.skeleton_text(got) == codec.skeleton_text(want)
+        assert (list(ints), floats) == (want_ints, want_floats)
+        again = codec._enc(dict(nodes), [], [])
+        assert (again["v"] is got["v"]) == (odd is None or type(odd) is int)
+
+
 def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(two_reads, tmp_path):
     """The writer hands a per-CPU table the same skeleton object while its class, CPUs
     and constant fields are those of last time (codec._table_skeleton); a table whose
