@@ -463,6 +463,84 @@ def test_pack_ordered_is_pack_diffs_of_the_permuted_differences(data):
     assert order.place(np.arange(n)).tolist() == inverse.tolist()
 
 
+_small_values = st.one_of(st.integers(-3, 3), st.integers(-(2 ** 61), 2 ** 61 - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_pack_steps_is_pack_ordered_of_the_straight_line_differences(data):
+    """The Writer packs a straight-line prediction's differences from two steps, this
+    sample's from its base and its base's from its own (codec.pack_steps), without making
+    v - 2p + q: the very bytes of making them, also where the steps are alike, equal but
+    for one value, or far apart (values up to the safe range, where v - 2p + q wraps)."""
+    np = numpy()
+    n = data.draw(st.integers(1, 80))
+    q = data.draw(st.lists(_small_values, min_size=n, max_size=n))
+    p = [x + data.draw(st.sampled_from([0, 0, 1, -4, 70])) for x in q]
+    kind = data.draw(st.sampled_from(["same", "one", "any"]))
+    if kind == "any":
+        v = data.draw(st.lists(_small_values, min_size=n, max_size=n))
+    else:  # on the line through q and p, but for one value
+        v = [2 * y - x for x, y in zip(q, p)]
+        if kind == "one":
+            v[data.draw(st.integers(0, n - 1))] += data.draw(st.sampled_from([1, -1, 2 ** 40]))
+        v = [min(max(x, -(2 ** 61)), 2 ** 61 - 1) for x in v]
+    order = codec.Order.between(q, p, by_size=True)
+    v64, p64, q64 = (np.array(x, dtype=np.int64) for x in (v, p, q))
+    want = codec.pack_ints(v, p, q, order)
+    assert codec.pack_ordered(v64 - 2 * p64 + q64, order) == want
+    step, last = v64 - p64, p64 - q64
+    work = (np.empty(n, dtype=np.int64), last)  # the second may be `last`: written over
+    assert codec.pack_steps(step, last, order, work) == want
+    assert step.tolist() == (v64 - p64).tolist()  # this sample's step stays: the next one's `last`
+
+
+class _FailingSample:
+    """A Writer's connection whose next sample row fails to be stored (a full disk)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db, self.fail = db, False
+
+    def execute(self, sql: str, *args: object) -> object:
+        if self.fail and sql.startswith("INSERT INTO sample"):
+            self.fail = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def test_the_writer_predicts_from_the_step_it_kept_or_makes_it_again(two_reads, tmp_path):
+    """A Writer keeps each sample's step from its base for the next one's straight-line
+    prediction; one that failed to store a sample (whose packing wrote over the kept
+    step) makes it again when that sample is added again. Either way every blob is that
+    of a Writer that only packs Python lists (codec.pack_ints)."""
+    _, b = two_reads
+    snaps = [dataclasses.replace(b, online_cpus=tuple(range(k, k + 40)) + (k * k, 7, 3 * k), t_mono=b.t_mono + k)
+             for k in range(9)]
+
+    def write(path, failing=(), lists=False):
+        w = Writer(str(path), {"host": "h"})
+        w._db = db = _FailingSample(w._db)
+        for k, s in enumerate(snaps):
+            if lists:
+                w._prev_small = False  # every sample after the key takes pack_ints
+            if k in failing:
+                db.fail = True
+                with pytest.raises(RecordingError, match="full"):
+                    w.add_sample(s)
+            w.add_sample(s)
+        w.close()
+        with sqlite3.connect(path) as conn:
+            return conn.execute("SELECT seq, pred, ints FROM sample ORDER BY seq").fetchall()
+
+    want = write(tmp_path / "lists.nettop", lists=True)
+    assert [pred for _, pred, _ in want] == [0, 1] + [2] * 7
+    assert write(tmp_path / "kept.nettop") == want
+    assert write(tmp_path / "failed.nettop", failing=(1, 3, 4, 7)) == want
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 12), st.integers(2, 5), st.sampled_from([0, 2 ** 61 - 1, 2 ** 61, -(2 ** 61) - 1, 2 ** 63 - 1]),
        st.sampled_from([0, 2 ** 61, 2 ** 63, -(2 ** 63) - 1]), st.booleans())
@@ -573,6 +651,94 @@ def test_a_run_of_kept_settings_is_taken_whole_and_gives_the_walks_values(monkey
         seen = parts.kept
     # all walked first; then only the re-read queue; the re-read affinity and queue; none
     assert walked == [24, 1, 2, 0]
+
+
+def _queue_settings(n: int, tag: float) -> tuple:
+    from nettop.model.snapshot import BqlState, QueueConfig
+
+    return tuple(QueueConfig("rx" if i % 3 else "tx", i, "f" if i % 2 else None, i, "0", None, tag + i) if i % 4
+                 else BqlState(i, 10 * i, 20, 0, i, tag) for i in range(n))
+
+
+@pytest.mark.parametrize("new_at", [(), (0,), (11,), (5, 6), (0, 1, 2), (10, 11), (0, 11), (2, 5, 9),
+                                    (0, 2, 4, 6, 8, 10), (1, 3, 5, 7, 9, 11), tuple(range(12))])
+def test_settings_walk_only_the_new_objects_and_take_the_runs_between_whole(new_at, monkeypatch):
+    """A tuple of settings of which the rotation re-read some (new objects, at the start,
+    the end, side by side, every other one, all, none) and kept the rest (last sample's
+    objects): IntParts.settings takes the runs of kept ones whole and walks only the new
+    ones, and its skeleton, ints and floats are exactly the plain walk's."""
+    first = _queue_settings(12, 1.5)
+    second = tuple(dataclasses.replace(q, read_at=9.25 + i) if i in new_at else q for i, q in enumerate(first))
+    walked: list = []
+    remembered = codec.IntParts.remembered
+    monkeypatch.setattr(codec.IntParts, "remembered",
+                        lambda self, obj, floats: walked.append(obj) or remembered(self, obj, floats))
+    seen: dict = {}
+    for value, want_walked in ((first, list(first)), (second, [second[i] for i in new_at]), (list(second), [])):
+        walked.clear()  # a tuple (a device's queues), then a list (a mapping's values) of last sample's
+        ints: list = []
+        floats: list = []
+        want = [codec._enc(v, ints, floats) for v in value]
+        parts = codec.IntParts(seen)
+        got_floats: list = []
+        got = parts.settings(value, got_floats)
+        assert codec.skeleton_text(got) == codec.skeleton_text(want)
+        assert (list(parts), got_floats) == (ints, floats)
+        assert walked == want_walked
+        assert all(parts.kept[id(v)][0] is v for v in value)  # each one kept for the next sample
+        seen = parts.kept
+
+
+def test_a_setting_read_again_alike_has_the_same_skeleton_object():
+    """A setting the rotation read again (a new object) whose skeleton is last time's gets
+    last time's skeleton object, so the Writer's same_tree passes it by identity; one
+    whose strings or field types differ gets its own, and every skeleton is the walk's."""
+    from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
+
+    q = QueueConfig("rx", 3, "ff", 5, None, "0", 1.5)
+    same = dataclasses.replace(q, index=4, rps_flow_cnt=9, read_at=2.5)  # other counters, same skeleton
+    others = [dataclasses.replace(q, rps_cpus="f"), dataclasses.replace(q, xps_cpus=""),
+              dataclasses.replace(q, read_at=None), dataclasses.replace(q, index=True),
+              dataclasses.replace(q, rps_flow_cnt=5.0), dataclasses.replace(q, kind="tx")]
+
+    def skeleton(obj: object) -> object:
+        parts = codec.IntParts({})
+        got = parts.remembered(obj, [])
+        assert codec.skeleton_text(got) == codec.split(obj)[0]
+        return got
+
+    base = skeleton(q)
+    assert skeleton(same) is base
+    for other in others:
+        got = skeleton(other)
+        assert got is not base and codec.skeleton_text(got) != codec.skeleton_text(base)
+        assert not codec.same_tree(got, base)
+    bql = [BqlState(0, 1, 2, 3, 4, None), BqlState(5, 6, 7, 8, 9, None), BqlState(0, 1, 2, 3, 4, 1.0)]
+    runs = [skeleton(b) for b in bql]  # all counters ({"n": 5}), then counters and a float
+    assert runs[0] is runs[1] and runs[2] is not runs[0] and skeleton(dataclasses.replace(bql[2], read_at=7.0)) is runs[2]
+    aff = IrqAffinity(40, (1, 2), (1,), None, 0, None, 1.0)  # tuples in its fields: its own skeleton each time
+    assert codec.same_tree(skeleton(aff), skeleton(dataclasses.replace(aff, read_at=2.0)))
+
+
+@pytest.mark.parametrize("odd", [None, True, 2.0, "x", 2 ** 70, -(2 ** 64)])
+def test_a_mapping_of_plain_ints_is_taken_in_one_step_as_the_walk_gives_it(odd):
+    """A mapping whose values are all plain ints (the CPUs' NUMA nodes) is taken in one
+    step with a [0] * n skeleton shared from sample to sample; one with any other value
+    (a bool, a float, a string) is walked. Either way the skeleton, ints and floats are
+    those of walking each value, for `split` and for the Writer's IntParts."""
+    nodes = {cpu: cpu // 4 for cpu in range(12)}
+    if odd is not None:
+        nodes[5] = odd
+    for ints in ([], codec.IntParts({})):
+        floats: list = []
+        got = codec._enc(nodes, ints, floats)
+        want_ints: list = []
+        want_floats: list = []
+        want = {"k": list(nodes), "v": [codec._enc(v, want_ints, want_floats) for v in nodes.values()]}
+        assert codec.skeleton_text(got) == codec.skeleton_text(want)
+        assert (list(ints), floats) == (want_ints, want_floats)
+        again = codec._enc(dict(nodes), [], [])
+        assert (again["v"] is got["v"]) == (odd is None or type(odd) is int)
 
 
 def test_per_cpu_tables_keep_their_own_skeletons_as_cpus_and_constants_change(two_reads, tmp_path):

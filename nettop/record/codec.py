@@ -31,8 +31,8 @@ try:
     import lzma
 except ImportError:  # a Python built without liblzma still reads and writes zlib rows
     lzma = None  # type: ignore[assignment]  # mypy types a module as never None; every use tests lzma or LZMA_FILTERS
-from itertools import chain, compress, islice
-from typing import Any, Callable, Iterator, cast
+from itertools import chain, compress, islice, repeat
+from typing import Any, Callable, Iterator
 
 import enum
 import types
@@ -61,6 +61,7 @@ _NAMING = operator.attrgetter("chip", "hwirq", "name")
 _MATRIX, _ROW = operator.attrgetter("matrix"), operator.attrgetter("i")
 _STR_OR_NONE = {str, type(None)}
 _HELD, _HIT_PIECE, _HIT_INTS, _HIT_FLOATS = (operator.itemgetter(i) for i in range(4))  # IntParts.kept's
+_MISS = (None, None, (), ())  # IntParts.settings' entry for an object not seen last sample: held by nobody
 _IRQ_TABLE = "irq-table"  # IntParts.seen's key of the last IRQ table's heads and skeletons
 _NAMES: dict[type, str] = {c: n for n, c in CLASSES.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
@@ -201,7 +202,7 @@ class IntParts(list):
             n_ints, n_floats, n_rows = len(self), len(floats), len(self.rows)
             t = type(obj)
             piece = (_enc_items(obj, self, floats) if t is tuple
-                     else {"c": _NAMES[t], "f": _enc_items(_GETTERS[t](obj), self, floats)})
+                     else _setting_skeleton(_NAMES[t], _enc_items(_GETTERS[t](obj), self, floats)))
             if len(self.rows) != n_rows:  # holds a count row: not kept (none of _REMEMBERED does)
                 return piece
             hit = (obj, piece, tuple(self[n_ints:]), tuple(floats[n_floats:]))
@@ -213,27 +214,35 @@ class IntParts(list):
         affinities, a device's queue settings): `remembered` of each, with the last
         sample's objects found in a few C-level passes. At 1,024 CPUs the 516 IRQ
         affinities were ~0.5 ms a sample one `_enc` and `remembered` call at a time; when
-        all of them are last sample's (most ticks) no Python runs per value, and a tuple
-        of queue settings a rotation re-read a few of is one loop without the calls."""
+        all of them are last sample's (most ticks) no Python runs per value.
+
+        When some are new (the settings rotation re-reads ~40 of a device's 256 queue
+        settings each tick) only those are walked: the runs of last sample's objects
+        between them are taken whole (`_take`). A loop over all 256 values was ~0.3 ms a
+        sample at 1,024 CPUs (two such tuples a tick)."""
         ids = list(map(id, values))
-        hits = list(map(self.seen.get, ids))
-        kept = self.kept
-        whole = cast("list[tuple[Any, ...]]", hits)  # when None is not among them
-        if None not in hits and all(map(operator.is_, map(_HELD, whole), values)):
-            self.extend(chain.from_iterable(map(_HIT_INTS, whole)))
-            floats.extend(chain.from_iterable(map(_HIT_FLOATS, whole)))
-            kept.update(zip(ids, whole))
-            return list(map(_HIT_PIECE, whole))
-        out = []
-        for obj, key, hit in zip(values, ids, hits):
-            if hit is not None and hit[0] is obj:
-                self.extend(hit[2])
-                floats.extend(hit[3])
-                kept[key] = hit
-                out.append(hit[1])
-            else:
-                out.append(self.remembered(obj, floats))
+        hits = list(map(self.seen.get, ids, repeat(_MISS)))
+        held = list(map(operator.is_, map(_HELD, hits), values))
+        out = list(map(_HIT_PIECE, hits))  # a new one's is put in below
+        if all(held):
+            self._take(ids, hits, floats)
+            return out
+        start = 0
+        for k in compress(range(len(held)), map(operator.not_, held)):
+            if start < k:
+                self._take(ids[start:k], hits[start:k], floats)
+            out[k] = self.remembered(values[k], floats)
+            start = k + 1
+        if start < len(held):
+            self._take(ids[start:], hits[start:], floats)
         return out
+
+    def _take(self, ids: list[int], hits: list[tuple[Any, ...]], floats: list[float]) -> None:
+        """Append the ints and floats of last sample's objects (their `seen` entries,
+        `hits`, under their ids) and keep them for the next sample, in C-level passes."""
+        self.extend(chain.from_iterable(map(_HIT_INTS, hits)))
+        floats.extend(chain.from_iterable(map(_HIT_FLOATS, hits)))
+        self.kept.update(zip(ids, hits))
 
     def irq(self, obj: S.Irq, floats: list[float]) -> Any:
         """`_enc_other` of an IRQ whose counts are a `CountRow`: its head (number, chip,
@@ -597,6 +606,48 @@ def _row_skeleton(name: str, fields: list[Any] | tuple[str, int]) -> dict[str, A
     return got
 
 
+_SETTING_SKELETONS: dict[tuple[Any, ...], dict[str, Any]] = {}
+_FLAT = frozenset((int, float, str, bool, type(None)))  # a setting's field skeletons kept shared
+
+
+def _setting_skeleton(name: str, fields: Any) -> dict[str, Any]:
+    """A setting's skeleton, {"c": name, "f": fields}, the same object as the last one
+    made alike when its fields are all flat (placeholders, strings, None, bools: a queue
+    config, a BQL state). The settings rotation re-reads ~90 of them a tick at 1,024
+    CPUs, each a new object with last time's skeleton; the Writer's `same_tree` then
+    passes them by identity instead of comparing each one (~0.5 ms a sample). Keyed by
+    each field's type and value: 0, 0.0 and False are equal but dump differently (and a
+    float field's skeleton is always the placeholder 0.0, never -0.0 or NaN)."""
+    if type(fields) is dict:  # a run of counters, {"n": k}
+        key: tuple[Any, ...] = (name, fields["n"])
+    elif set(map(type, fields)) <= _FLAT:
+        key = (name, tuple(map(type, fields)), *fields)
+    else:
+        return {"c": name, "f": fields}
+    got = _SETTING_SKELETONS.get(key)
+    if got is None:
+        if len(_SETTING_SKELETONS) >= 4096:  # a few thousand settings on the biggest hosts
+            _SETTING_SKELETONS.clear()
+        got = _SETTING_SKELETONS[key] = {"c": name, "f": fields}
+    return got
+
+
+_ZEROS: dict[int, list[int]] = {}
+
+
+def _zeros(n: int) -> list[int]:
+    """The skeleton of a mapping's n plain int values, [0] * n, the same object for the
+    same n: such a mapping (the CPUs' NUMA nodes, 1,024 at 1,024 CPUs) cost ~0.2 ms a
+    sample one `_enc` per value, and the Writer's `same_tree` then compared its 1,024
+    placeholders; the same list passes by identity."""
+    got = _ZEROS.get(n)
+    if got is None:
+        if len(_ZEROS) >= 16:  # a few sizes (the CPU count); grows only on hotplug
+            _ZEROS.clear()
+        got = _ZEROS[n] = [0] * n
+    return got
+
+
 def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
     if isinstance(obj, enum.Enum):
         return {"e": _NAMES[type(obj)], "v": obj.value}
@@ -631,6 +682,9 @@ def _enc_other(obj: Any, ints: list[int], floats: list[float]) -> Any:
         table = None
         if len(values) > 8:
             table = None
+            if set(map(type, values)) == _INT_ONLY:  # a number per CPU (HostTuning.cpu_nodes)
+                ints.extend(values)
+                return {"k": keys, "v": _zeros(len(values))}
             if type(ints) is IntParts:
                 table = (ints.settings(values, floats) if set(map(type, values)) <= _REMEMBERED
                          else ints.irq_table(values, floats))
@@ -969,15 +1023,39 @@ def pack_ordered(d: Any, order: Order, scratch: Any = None) -> bytes:
     n = len(d)
     # nonzero of an int64 array is ~15x slower than a comparison and nonzero of its bools
     nz = np.flatnonzero(np.not_equal(d, 0, out=scratch.view(np.bool_)[:n] if scratch is not None else None))
+    return _pack_placed(nz, d[nz], n, order, (scratch, d) if scratch is not None else None)
+
+
+def pack_steps(step: Any, last: Any, order: Order, work: tuple[Any, Any]) -> bytes:
+    """`pack_ordered(step - last, order)`, byte for byte, without making the differences:
+    a straight-line prediction's difference v - 2p + q is the sample's step from its base
+    (v - p) less its base's step (p - q), which the Writer kept from the last sample, so
+    the non-zero ones are where the two steps differ. At 1,024 CPUs making v - 2p + q was
+    three passes over ~560,000 int64 values (4.5 MB each), ~0.5-1 ms a sample on a VM.
+    Both are int64 arrays in walk order; the values wrap as `v - 2*p + q` does in int64.
+
+    `work`: two int64 arrays of step's length to compute in; the second may be `last`
+    (it is overwritten)."""
+    np = numpy()
+    n = len(step)
+    nz = np.flatnonzero(np.not_equal(step, last, out=work[0].view(np.bool_)[:n]))
+    return _pack_placed(nz, step[nz] - last[nz], n, order, work)
+
+
+def _pack_placed(nz: Any, values: Any, n: int, order: Order, work: tuple[Any, Any] | None) -> bytes:
+    """The blob of n differences in walk order that are 0 but at walk positions `nz`
+    (ascending), where they are `values` (int64): those are placed in storage order
+    (`Order.place`), into a head of zeros that ends at the last of them. `work`: two int64
+    arrays of n; the head is built in the second (overwritten). None: one is allocated."""
+    np = numpy()
     if not len(nz):
-        return _pack_head(d[:0], n, None)
+        return _pack_head(values, n, None)  # empty
     pos = order.place(nz)
-    values = d[nz]
     end = int(pos.max()) + 1
-    head = d[:end] if scratch is not None else np.zeros(end, dtype=np.int64)
+    head = work[1][:end] if work is not None else np.zeros(end, dtype=np.int64)
     head.fill(0)
     head[pos] = values
-    return _pack_head(head, n, (scratch, head) if scratch is not None else None)
+    return _pack_head(head, n, (work[0], head) if work is not None else None)
 
 
 def _pack_head(head: Any, n: int, work: tuple[Any, Any] | None) -> bytes:

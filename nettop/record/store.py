@@ -142,7 +142,10 @@ class Writer:
         self._seen: dict[int, tuple] = {}  # the last sample's settings objects (codec.IntParts.kept)
         self._tree: Any = None  # the last sample's skeleton tree (split_parts)
         self._vectors: list[Any] = []  # int64 arrays the samples' values are built in (_buffer)
-        self._scratch: tuple[Any, Any] | None = None  # (_work)
+        self._scratch: tuple[Any, tuple[Any, Any]] | None = None  # (_work)
+        # the last sample's values less its base's (prev - prev2), one of _work's steps:
+        # the next sample's straight-line prediction starts from it (codec.pack_steps)
+        self._step: Any = None
         self._skeleton = ("", "")  # its JSON and SHA-1
         self._prev_config = -1
         self._seq = 0
@@ -197,7 +200,7 @@ class Writer:
                     a, b = self._prev2, self._prev
                     self._order = (codec.Order.between_arrays(a, b) if self._prev_small and self._prev2_small
                                    else codec.Order.between(a.tolist(), b.tolist(), by_size=True))
-                iblob = self._pack(vec, ints, small, pred)
+                iblob, step = self._pack(vec, ints, small, pred)
                 fblob = codec.pack_floats_tagged(floats[2:])
                 base = None if key else self._seq
                 self._db.execute(
@@ -211,7 +214,7 @@ class Writer:
             raise RecordingError(describe_sqlite_error(self.path, exc)) from None
         self._configs[sha] = cid
         self._prev2, self._prev2_small = (None, False) if key else (self._prev, self._prev_small)
-        self._prev, self._prev_small = vec, small
+        self._prev, self._prev_small, self._step = vec, small, step
         self._prev_n, self._has_prev2 = n, not key
         if key:
             self._key_seq, self._order = seq, None
@@ -221,35 +224,41 @@ class Writer:
         self.bytes_written += len(iblob) + len(fblob) + 40
         return seq
 
-    def _pack(self, vec: Any, ints: list[int] | None, small: bool, pred: int) -> bytes:
-        """The sample's int blob. `vec`: its values as an int64 array (None when one does
-        not fit 64 bits: then `ints`, and it is a key).
+    def _pack(self, vec: Any, ints: list[int] | None, small: bool, pred: int) -> tuple[bytes, Any]:
+        """The sample's int blob, and its step from its base (vec - prev, an int64 array)
+        when it made one (else None): the next sample predicts from it. `vec`: its values
+        as an int64 array (None when one does not fit 64 bits: then `ints`, and it is a key).
 
-        With numpy (codec.pack_diffs) when this sample's values and those it is predicted
-        from are `codec.small_vector`, so no difference can overflow; with Python lists
-        (codec.pack_ints) otherwise. Both give the same bytes (tests/test_record_codec.py)."""
+        With numpy (codec.pack_diffs, pack_steps) when this sample's values and those it is
+        predicted from are `codec.small_vector`, so no difference can overflow; with Python
+        lists (codec.pack_ints) otherwise. Both give the same bytes (tests/test_record_codec.py)."""
         if vec is None:
             assert ints is not None and pred == 0
-            return codec.pack_ints(ints)
+            return codec.pack_ints(ints), None
         prev, prev2, order = self._prev, self._prev2, self._order
         if codec.LZMA_FILTERS is not None and small and (pred < 1 or self._prev_small) \
                 and (pred < 2 or self._prev2_small):
             np = numpy()
-            a, b = self._work(len(vec))
+            a, steps = self._work(len(vec))
+            last = self._step if pred == 2 else None
+            self._step = None  # its array is written over below, also if this sample is not stored
             if pred == 0:
-                return codec.pack_diffs(vec, (a, b))
+                return codec.pack_diffs(vec, (a, steps[0])), None
+            step, free = (steps[1], steps[0]) if last is steps[0] else steps  # `free` holds `last` if any
+            np.subtract(vec, prev, out=step)
             if pred == 1:
-                return codec.pack_diffs(np.subtract(vec, prev, out=b), (a, b))
-            d = np.add(np.subtract(vec, np.multiply(prev, 2, out=a), out=a), prev2, out=a)  # v - 2p + q
-            if order is not None and order.fwd is not None:
-                return codec.pack_ordered(d, order, b)  # overwrites d (a)
-            return codec.pack_diffs(d, (b, a))
+                return codec.pack_diffs(step, (a, free)), step
+            if last is None:  # the last sample made none (it failed to be stored): p - q
+                last = np.subtract(prev, prev2, out=free)
+            if order is None or order.fwd is None:  # a single value
+                return codec.pack_diffs(np.subtract(step, last, out=a), (free, a)), step
+            return codec.pack_steps(step, last, order, (a, free)), step  # overwrites `last`
         values = vec.tolist()
         if pred == 0:
-            return codec.pack_ints(values)
+            return codec.pack_ints(values), None
         if pred == 1:
-            return codec.pack_ints(values, prev.tolist())
-        return codec.pack_ints(values, prev.tolist(), prev2.tolist(), order)
+            return codec.pack_ints(values, prev.tolist()), None
+        return codec.pack_ints(values, prev.tolist(), prev2.tolist(), order), None
 
     def _buffer(self, n: int) -> Any:
         """An int64 array of n for this sample's values: one of three kept, the one that
@@ -262,11 +271,13 @@ class Writer:
         self._vectors = [v for v in self._vectors if len(v) == n and (v is self._prev or v is self._prev2)] + [buf]
         return buf
 
-    def _work(self, n: int) -> tuple[Any, Any]:
-        """Two int64 arrays of n to pack in (codec.pack_diffs), kept from sample to sample."""
+    def _work(self, n: int) -> tuple[Any, tuple[Any, Any]]:
+        """Int64 arrays of n to pack in, kept from sample to sample: a scratch array and two
+        that a sample's step (vec - prev) is made in, turn about (one holds the last one's)."""
         if self._scratch is None or len(self._scratch[0]) != n:
             np = numpy()
-            self._scratch = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+            self._scratch = np.empty(n, dtype=np.int64), (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+            self._step = None
         return self._scratch
 
     def add_event(self, event: Event) -> None:
