@@ -107,3 +107,104 @@ def test_a_big_host_reads_one_softnet_column_even_with_another_field_backwards()
         slow = _window(prev, cur)
         _same((fast[1], fast[2], w.net_rx()),
               (softnet._positive(slow.softnet(), 1), softnet._positive(slow.softnet(), 2), slow.net_rx()))
+
+
+# --- answers kept across ticks (rules/common.local_cpus, rules/cpu_irq._far_irqs) -------
+
+
+def _plain_local_cpus(snap, ifname: str) -> tuple[int, ...]:
+    """local_cpus as it was before it was kept: worked out on every call."""
+    online = snap.online_cpus
+    t = snap.tuning
+    nic = t.nics.get(ifname) if t is not None else None
+    if nic is not None and nic.local_cpus:
+        local = tuple(c for c in nic.local_cpus if c in set(online))
+        if local:
+            return local
+    dev = snap.devices.get(ifname)
+    if t is not None and dev is not None and dev.numa_node is not None and t.cpu_nodes:
+        local = tuple(c for c in online if t.cpu_nodes.get(c) == dev.numa_node)
+        if local:
+            return local
+    return tuple(online)
+
+
+def _plain_far_irqs(snap, name: str, local: frozenset[int]) -> list[int]:
+    from nettop.doctor.rules.common import queue_irqs
+
+    far = []
+    for irq in queue_irqs(snap, name):
+        aff = snap.irq_affinity.get(irq)
+        cpus = (aff.effective or aff.affinity) if aff else None
+        if cpus and local.isdisjoint(cpus):
+            far.append(irq)
+    return far
+
+
+_CPU_LISTS = st.one_of(st.none(), st.just(()), st.lists(st.integers(0, 7), max_size=5).map(tuple))
+
+
+@st.composite
+def _ticks(draw: st.DrawFn) -> list:
+    """A run of ticks of a host with NICs eth0 and eth1: each tick keeps some of the last
+    tick's objects (online CPUs, tuning, devices, affinities, queue maps) and makes others
+    anew, equal to the old ones or not, as a reader does."""
+    import types
+
+    from nettop.model.snapshot import DeviceConfig, HostTuning, IrqAffinity, NicTuning, QueueIrqs, QueueMap
+
+    def tuning() -> HostTuning | None:
+        if not draw(st.integers(0, 5)):
+            return None
+        nodes = draw(st.dictionaries(st.integers(0, 7), st.integers(0, 2), max_size=8))
+        nics = {n: NicTuning(n, local_cpus=draw(_CPU_LISTS)) for n in ("eth0", "eth1") if draw(st.booleans())}
+        return HostTuning(cpu_nodes=nodes, nics=nics)
+
+    def devices() -> dict:
+        return {n: DeviceConfig(n, numa_node=draw(st.sampled_from([None, 0, 1, 2, True, 1.0])))
+                for n in ("eth0", "eth1") if draw(st.integers(0, 4))}
+
+    def aff(irq: int) -> IrqAffinity:
+        return IrqAffinity(irq, draw(_CPU_LISTS), draw(_CPU_LISTS), None)
+
+    def queue_maps() -> dict:
+        out = {}
+        for k, n in enumerate(("eth0", "eth1")):
+            irqs = draw(st.lists(st.integers(10 * k, 10 * k + 12), max_size=4, unique=True))
+            out[n] = QueueMap(n, tuple(QueueIrqs("combined", i, (irq,)) for i, irq in enumerate(irqs)), "none")
+        return out
+
+    online = tuple(sorted(draw(st.sets(st.integers(0, 7)))))
+    t, devs, maps = tuning(), devices(), queue_maps()
+    affs = {irq: aff(irq) for irq in range(24) if draw(st.integers(0, 5))}
+    ticks = []
+    for _ in range(draw(st.integers(1, 6))):
+        if not draw(st.integers(0, 3)):
+            online = tuple(sorted(draw(st.sets(st.integers(0, 7)))))
+        if not draw(st.integers(0, 3)):
+            t = tuning()
+        if not draw(st.integers(0, 2)):
+            devs = devices()
+        if not draw(st.integers(0, 3)):
+            maps = queue_maps()
+        affs = {irq: (a if draw(st.integers(0, 3)) else aff(irq)) for irq, a in affs.items()}
+        ticks.append(types.SimpleNamespace(online_cpus=online, tuning=t, devices=dict(devs),
+                                           queue_maps=maps, irq_affinity=dict(affs)))
+    return ticks
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ticks())
+def test_kept_local_cpus_and_far_irqs_are_those_worked_out_afresh(ticks):
+    from nettop.doctor.rules import common, cpu_irq
+
+    for snap in ticks:
+        for name in ("eth0", "eth1", "eth9"):
+            local = common.local_cpus(snap, name)
+            assert local == _plain_local_cpus(snap, name)
+            assert common.local_cpus(snap, name) == local  # kept: asked again
+            got = cpu_irq._far_irqs(snap, name, frozenset(local))
+            assert got == _plain_far_irqs(snap, name, frozenset(local))
+            assert cpu_irq._far_irqs(snap, name, frozenset(local)) == got
+            got.append(-1)  # a caller's list is its own
+    assert len(common._LOCAL) <= common._LOCAL_KEEP and len(cpu_irq._FAR_IRQS) <= cpu_irq._FAR_KEEP
