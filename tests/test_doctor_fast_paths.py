@@ -208,3 +208,53 @@ def test_kept_local_cpus_and_far_irqs_are_those_worked_out_afresh(ticks):
             assert cpu_irq._far_irqs(snap, name, frozenset(local)) == got
             got.append(-1)  # a caller's list is its own
     assert len(common._LOCAL) <= common._LOCAL_KEEP and len(cpu_irq._FAR_IRQS) <= cpu_irq._FAR_KEEP
+
+
+# --- Window.cpu_loads: cpu_pct one CPU at a time, or above a floor ------------------------
+
+_FLOORS = (-1.0, 0.0, 1e-300, 10.0, 50.0, 100.0, 150.0)
+
+
+def _loads_answers(prev: Snapshot, cur: Snapshot, first_pct: bool) -> tuple[list, list]:
+    w = _window(prev, cur)
+    if first_pct:  # the dict already there: the loads read it
+        w.cpu_pct()
+    loads = w.cpu_loads()
+    asked = sorted(set(cur.cpu_times) | set(prev.cpu_times) | {-1, 999})
+    return [loads.get(c) for c in asked], [loads.at_least(k, f) for k in range(3) for f in _FLOORS]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pairs(), st.booleans())
+def test_cpu_loads_are_cpu_pct_one_cpu_at_a_time_and_above_a_floor(pair, first_pct):
+    prev, cur = pair
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(W, "ARRAYS_FROM", 1 << 30)  # the per-CPU walk: the reference
+        pct = _window(prev, cur).cpu_pct()
+        asked = sorted(set(cur.cpu_times) | set(prev.cpu_times) | {-1, 999})
+        want = ([pct.get(c) for c in asked], [{c: v for c, v in pct.items() if v[k] >= f}
+                                              for k in range(3) for f in _FLOORS])
+        _same(_loads_answers(prev, cur, first_pct), want)
+        mp.setattr(W, "ARRAYS_FROM", 1)
+        _same(_loads_answers(prev, cur, first_pct), want)
+
+
+def test_a_big_hosts_loads_judge_a_cpu_beyond_50_bits_and_a_missing_one():
+    prev = _big(1024, 10.0, 1)
+    # CPU 11's and 12's steps add up beyond int64: only Python's ints get their figures
+    # right (in int64 CPU 11's total wraps below 0, CPU 12's to a small one: 100+ % hardirq)
+    cur = _big(1024, 15.0, 2, times={3: CpuTimes(3, (1 << 60) + 5, 3, 40, 1060, 1, 4, 10, 0),
+                                     9: CpuTimes(9, 1 << 51, 0, 0, 0, 0, 90, 9, 0),
+                                     11: CpuTimes(11, *[(1 << 62) + 50] * 8),
+                                     12: CpuTimes(12, *[1 << 62] * 4, 0, 5000, 50, 0)})
+    del prev.cpu_times[8]  # built for this test only: no snapshot is changed after its read
+    w = _window(prev, cur)
+    loads = w.cpu_loads()
+    assert loads._arrays is not None and loads._arrays.exact is not None  # the arrays, two rows beyond
+    pct = _window(prev, cur).cpu_pct()
+    _same([loads.get(c) for c in range(1030)], [pct.get(c) for c in range(1030)])
+    for k in range(3):
+        for f in _FLOORS:
+            _same(loads.at_least(k, f), {c: v for c, v in pct.items() if v[k] >= f})
+    assert loads.get(8) is None and loads.get(9) is not None and 9 in loads.at_least(0, 0.0)
+    assert 11 in loads.at_least(1, 12.5) and 11 in loads.at_least(2, 24.0) and 12 not in loads.at_least(1, 1.0)

@@ -18,7 +18,8 @@ from nettop.model.snapshot import Snapshot
 def irq_concentration(ctx: Context) -> Iterator[Finding]:
     """1. A NIC's queue IRQs sit mostly on one loaded CPU while others on the node idle."""
     w, snap = ctx.window, ctx.snap
-    loads = w.cpu_pct()
+    loads = w.cpu_loads()
+    idling: dict[int, tuple[float, float, float]] | None = None  # the CPUs idle enough, once asked
     for name in nics(snap):
         acc = w.irq_sum(queue_irqs(snap, name))
         if not acc or w.elapsed <= 0:
@@ -30,11 +31,13 @@ def irq_concentration(ctx: Context) -> Iterator[Finding]:
         i = acc.index(max(acc))
         top = w.cpus[i]
         share = acc[i] / count
-        soft, hard, _ = loads.get(top, (0.0, 0.0, 100.0))
+        soft, hard, _ = loads.get(top) or (0.0, 0.0, 100.0)
         if share < T.IRQ_SHARE or soft + hard < T.CPU_LOADED_PCT:
             continue
         node = node_of_cpus(snap, [top])
-        idle = [c for c in node if c != top and loads.get(c, (0, 0, 0))[2] >= T.CPU_IDLE_PCT]
+        if idling is None:  # (a CPU without figures is not in it: the floor is above 0)
+            idling = loads.at_least(2, T.CPU_IDLE_PCT)
+        idle = [c for c in node if c != top and c in idling]
         if not idle:
             continue
         pool = sorted({top, *idle})
@@ -226,7 +229,9 @@ def coalescing(ctx: Context) -> Iterator[Finding]:
     """10. Interrupt rate per queue very high with high hardirq%; or, with a latency target,
     adaptive / high rx-usecs holding packets back."""
     w, snap = ctx.window, ctx.snap
-    loads = w.cpu_pct()
+    # the CPUs busy with hardirqs, not the loads of all: each NIC's 128 peak CPUs are
+    # looked up in it (one without figures is not in it: the floor is above 0)
+    loads = w.cpu_loads().at_least(1, T.HARDIRQ_HIGH_PCT)
     target = ctx.config.latency_target_ms
     for name in nics(snap):
         dev = snap.devices.get(name)
@@ -240,7 +245,7 @@ def coalescing(ctx: Context) -> Iterator[Finding]:
             if total < T.IRQ_HIGH_PER_S:
                 continue
             cpu = w.cpus[peak[1]]
-            if loads.get(cpu, (0, 0, 0))[1] >= T.HARDIRQ_HIGH_PCT and (worst is None or total > worst[0]):
+            if cpu in loads and (worst is None or total > worst[0]):
                 worst = (total, irq, cpu)
         if worst is not None and target is None:
             total, irq, cpu = worst

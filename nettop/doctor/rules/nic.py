@@ -85,7 +85,7 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
     """8. Fewer rx queues than CPUs on the node, and NET_RX concentrated on those few."""
     w, snap = ctx.window, ctx.snap
     net_rx = w.net_rx()
-    loads = w.cpu_pct()
+    loads = w.cpu_loads()
     total_rx = sum(net_rx.values())
     if total_rx <= 0:
         return
@@ -103,7 +103,7 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
         busiest = by_rx[:nq]
         share = sum(net_rx[c] for c in busiest) / total_rx
         top = busiest[0]
-        soft = loads.get(top, (0.0, 0.0, 0.0))[0]
+        soft = (loads.get(top) or (0.0, 0.0, 0.0))[0]
         if share < T.NET_RX_SHARE or soft < T.CPU_LOADED_PCT:
             continue
         dev = snap.devices.get(name)
