@@ -12,6 +12,7 @@ import dataclasses
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from test_count_matrix import _COUNT, _snap, _tables
 from test_cpu_columns import _BASE, _WIDE, _big, _pair
 
 from nettop.doctor import window as W
@@ -258,3 +259,39 @@ def test_a_big_hosts_loads_judge_a_cpu_beyond_50_bits_and_a_missing_one():
             _same(loads.at_least(k, f), {c: v for c, v in pct.items() if v[k] >= f})
     assert loads.get(8) is None and loads.get(9) is not None and 9 in loads.at_least(0, 0.0)
     assert 11 in loads.at_least(1, 12.5) and 11 in loads.at_least(2, 24.0) and 12 not in loads.at_least(1, 1.0)
+
+
+# --- Window.irq_sum_top: a NIC's interrupts in all and where most landed -----------------
+
+
+def _plain_top(w: Window, irqs: list[int]) -> tuple[int, int, int] | None:
+    """What irq_concentration read of `irq_sum` before irq_sum_top."""
+    acc = w.irq_sum(irqs)
+    if not acc:
+        return None
+    return sum(acc), acc.index(max(acc)), acc[acc.index(max(acc))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 9), st.integers(1, 6), st.data(), st.floats(0.05, 50.0))
+def test_irq_sum_top_is_the_sum_and_first_peak_of_irq_sum(ncpu, nirq, data, elapsed):
+    """On the matrix (the counts that moved, the whole matrix) and on per-IRQ tuples, with
+    ties for the most (the first CPU wins), wraps, resets, an IRQ named twice or unknown."""
+    cpus = tuple(range(0, 2 * ncpu, 2))
+    count = st.one_of(_COUNT, st.integers(0, 3))  # small counts: ties
+    a_rows = [data.draw(st.lists(count, min_size=ncpu, max_size=ncpu)) for _ in range(nirq)]
+    b_rows = [[x if data.draw(st.booleans()) else data.draw(count) for x in row] for row in a_rows]
+    am, at = _tables(cpus, a_rows)
+    bm, bt = _tables(cpus, b_rows)
+    asked = [list(am.irqs), list(am.irqs)[::2] + [999], list(am.irqs)[:1] * 2, [999], [],
+             data.draw(st.lists(st.sampled_from(list(am.irqs)), max_size=8))]
+    for a, b in ((at, bt), (am, bm)):
+        for sparse in (1 << 30, 0):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(W, "SPARSE_PER_ROW", sparse)
+                w = Window([Point(_snap(0.0, a), None), Point(_snap(elapsed, b), None)], window_s=100.0)
+                got = [w.irq_sum_top(irqs) for irqs in asked]
+                w = Window([Point(_snap(0.0, a), None), Point(_snap(elapsed, b), None)], window_s=100.0)
+                want = [_plain_top(w, irqs) for irqs in asked]
+            assert got == want
+            assert all(type(v) is int for top in got if top is not None for v in top)

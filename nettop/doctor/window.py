@@ -232,6 +232,10 @@ class _Steps:
 
     def sum_rows(self, rows: list[int]) -> list[int]:
         """The per-CPU sum of `rows` (a row named twice counts twice)."""
+        return cast("list[int]", self.sum_rows_array(rows).tolist())
+
+    def sum_rows_array(self, rows: list[int]) -> Any:
+        """`sum_rows` as an integer array."""
         raise NotImplementedError
 
     def peaks(self) -> tuple[list[int], list[int]]:
@@ -254,11 +258,11 @@ class _DenseSteps(_Steps):
     def row(self, r: int) -> list[int]:
         return cast("list[int]", self.d[r].tolist())
 
-    def sum_rows(self, rows: list[int]) -> list[int]:
+    def sum_rows_array(self, rows: list[int]) -> Any:
         lo, hi = min(rows), max(rows)
         # a NIC's queue IRQs are usually adjacent rows: a slice, not a copy of them
         block = self.d[lo:hi + 1] if hi - lo + 1 == len(rows) == len(set(rows)) else self.d[rows]
-        return cast("list[int]", block.sum(axis=0).tolist())
+        return block.sum(axis=0)
 
     def peaks(self) -> tuple[list[int], list[int]]:
         return self.d.sum(axis=1).tolist(), self.d.argmax(axis=1).tolist()
@@ -282,11 +286,11 @@ class _SparseSteps(_Steps):
             out[c] = v
         return out
 
-    def sum_rows(self, rows: list[int]) -> list[int]:
+    def sum_rows_array(self, rows: list[int]) -> Any:
         np = numpy()
         times = np.bincount(np.asarray(rows, np.int64), minlength=self.nrows)[self.rows]
         got = np.bincount(self.cols, weights=self.steps * times, minlength=self.ncols)
-        return cast("list[int]", got.astype(np.int64).tolist())
+        return got.astype(np.int64)
 
     def peaks(self) -> tuple[list[int], list[int]]:
         np = numpy()
@@ -483,6 +487,25 @@ class Window:
             got = m[1].sum_rows(rows)
             acc = got if acc is None else list(map(operator.add, acc, got))
         return acc
+
+    def irq_sum_top(self, irqs: list[int]) -> tuple[int, int, int] | None:
+        """(sum(acc), acc.index(max(acc)), max(acc)) of `acc = irq_sum(irqs)`: a NIC's
+        interrupts in all, the index in `cpus` of the first CPU where most landed, how
+        many; None when `acc` is None or empty. On the matrix when every IRQ is a row of
+        it: the sum and argmax in numpy, not a list of 1,024 ints walked three times per
+        NIC (~0.15 ms a tick at 4 NICs)."""
+        m = self._irq_matrix()
+        if m is not None and m[1].ncols and irqs:
+            rows = m[0].rows_of(irqs)
+            if None not in rows:
+                got = m[1].sum_rows_array(cast("list[int]", rows))
+                i = int(got.argmax())  # the first of the largest, as list.index(max())
+                return int(got.sum()), i, int(got[i])
+        acc = self.irq_sum(irqs)
+        if not acc:
+            return None
+        most = max(acc)
+        return sum(acc), acc.index(most), most
 
     def irq_peak(self, irq: int) -> tuple[int, int] | None:
         """(all interrupts of one IRQ over the window, the index in `cpus` where most

@@ -21,16 +21,15 @@ def irq_concentration(ctx: Context) -> Iterator[Finding]:
     loads = w.cpu_loads()
     idling: dict[int, tuple[float, float, float]] | None = None  # the CPUs idle enough, once asked
     for name in nics(snap):
-        acc = w.irq_sum(queue_irqs(snap, name))
-        if not acc or w.elapsed <= 0:
+        summed = w.irq_sum_top(queue_irqs(snap, name))
+        if summed is None or w.elapsed <= 0:
             continue
-        count = sum(acc)
+        count, i, most = summed
         total = count / w.elapsed
         if total < T.IRQ_BUSY_PER_S:
             continue
-        i = acc.index(max(acc))
         top = w.cpus[i]
-        share = acc[i] / count
+        share = most / count
         soft, hard, _ = loads.get(top) or (0.0, 0.0, 100.0)
         if share < T.IRQ_SHARE or soft + hard < T.CPU_LOADED_PCT:
             continue
@@ -46,7 +45,7 @@ def irq_concentration(ctx: Context) -> Iterator[Finding]:
             f"{pct(share)} of {name}'s queue interrupts land on CPU {top} ({soft + hard:.0f} % softirq+hardirq) "
             f"while {len(idle)} CPU(s) of its node idle",
             "one CPU does the whole NIC's softirq work and becomes the bottleneck; the idle CPUs could share it",
-            (f"CPU {top}: {rate(acc[i] / w.elapsed)} of {rate(total)} interrupts ({pct(share)})",
+            (f"CPU {top}: {rate(most / w.elapsed)} of {rate(total)} interrupts ({pct(share)})",
              f"CPU {top}: softirq {soft:.0f} %, hardirq {hard:.0f} %",
              f"idle (>= {T.CPU_IDLE_PCT:.0f} %) on the node: CPUs {cpus_text(idle)}"),
             {"share": share, "cpu": float(top), "cpu_load_pct": soft + hard, "irq_per_s": total},
@@ -238,13 +237,14 @@ def coalescing(ctx: Context) -> Iterator[Finding]:
         co = dev.coalesce if dev else None
         worst: tuple[float, int, int] | None = None
         irqs = queue_irqs(snap, name)
+        elapsed, cpus = w.elapsed, w.cpus  # once, not per IRQ: 4 x 128 of them a tick
         for irq, peak in zip(irqs, w.irq_peaks(irqs)):
             if peak is None:
                 continue
-            total = peak[0] / w.elapsed
+            total = peak[0] / elapsed
             if total < T.IRQ_HIGH_PER_S:
                 continue
-            cpu = w.cpus[peak[1]]
+            cpu = cpus[peak[1]]
             if cpu in loads and (worst is None or total > worst[0]):
                 worst = (total, irq, cpu)
         if worst is not None and target is None:

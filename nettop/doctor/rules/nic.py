@@ -61,7 +61,7 @@ def rss_imbalance(ctx: Context) -> Iterator[Finding]:
         total = sum(per_q.values())
         if total < T.BUSY_PPS:
             continue
-        top = max(per_q, key=lambda q: per_q[q])
+        top = max(per_q, key=per_q.__getitem__)
         share = per_q[top] / total
         if share < T.RSS_SHARE:
             continue
@@ -99,7 +99,7 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
         if nq < 1 or nq >= len(node):
             continue
         if by_rx is None:  # the same order for every NIC: sorted once
-            by_rx = sorted(net_rx, key=lambda c: net_rx[c], reverse=True)
+            by_rx = sorted(net_rx, key=net_rx.__getitem__, reverse=True)
         busiest = by_rx[:nq]
         share = sum(net_rx[c] for c in busiest) / total_rx
         top = busiest[0]

@@ -19,7 +19,7 @@ def softnet_drops(ctx: Context) -> Iterator[Finding]:
     total = sum(drops.values())
     if total < T.DROPS_PER_S:
         return
-    top = max(drops, key=lambda c: drops[c])
+    top = max(drops, key=drops.__getitem__)
     backlog = sysctl_int(snap, "net.core.netdev_max_backlog")
     sn = w.softnet()
     rps = {c: v[3] for c, v in sn.items()}
@@ -52,7 +52,7 @@ def time_squeeze(ctx: Context) -> Iterator[Finding]:
     total = sum(sq.values())
     if total < T.SQUEEZE_PER_S:
         return
-    top = max(sq, key=lambda c: sq[c])
+    top = max(sq, key=sq.__getitem__)
     budget = sysctl_int(snap, "net.core.netdev_budget")
     usecs = sysctl_int(snap, "net.core.netdev_budget_usecs")
     fix = []
