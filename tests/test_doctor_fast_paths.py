@@ -295,3 +295,65 @@ def test_irq_sum_top_is_the_sum_and_first_peak_of_irq_sum(ncpu, nirq, data, elap
                 want = [_plain_top(w, irqs) for irqs in asked]
             assert got == want
             assert all(type(v) is int for top in got if top is not None for v in top)
+
+
+# --- a NIC's queues kept while the reader hands the same objects (rules/nic.py) ----------
+
+
+def _plain_unsteered(queues) -> list | None:
+    from nettop.doctor.rules.common import mask_cpus
+
+    txq = [q for q in queues if q.kind == "tx"]
+    if len(txq) < 2 or any(q.xps_cpus is None for q in txq):
+        return None
+    if any(mask_cpus(q.xps_cpus) for q in txq):
+        return None
+    return txq
+
+
+@st.composite
+def _queue_ticks(draw: st.DrawFn) -> list:
+    """(QueueMap or None, DeviceConfig queue settings) of one NIC tick after tick, each
+    kept from the last tick or made anew (equal or not)."""
+    from nettop.model.snapshot import QueueConfig, QueueIrqs, QueueMap
+
+    def qmap() -> QueueMap | None:
+        if not draw(st.integers(0, 5)):
+            return None
+        queues = tuple(QueueIrqs(draw(st.sampled_from(["rx", "tx", "combined"])), i,
+                                 tuple(draw(st.lists(st.integers(30, 40), max_size=2))))
+                       for i in range(draw(st.integers(0, 5))))
+        return QueueMap("eth0", queues, "none")
+
+    def settings_() -> tuple:
+        return tuple(QueueConfig(draw(st.sampled_from(["rx", "tx"])), i,
+                                 xps_cpus=draw(st.sampled_from([None, "", "0", "00000000,00000000", "f", "1,0"])))
+                     for i in range(draw(st.integers(0, 4))))
+
+    qm, queues, ticks = qmap(), settings_(), []
+    for _ in range(draw(st.integers(1, 6))):
+        if not draw(st.integers(0, 2)):
+            qm = qmap()
+        if not draw(st.integers(0, 2)):
+            queues = settings_()
+        ticks.append((qm, queues))
+    return ticks
+
+
+@settings(max_examples=300, deadline=None)
+@given(_queue_ticks())
+def test_kept_rx_queue_irqs_and_unsteered_tx_queues_are_those_worked_out_afresh(ticks):
+    from nettop.doctor.rules import nic
+
+    for qm, queues in ticks:
+        want_q = [q for q in qm.queues if q.kind in ("rx", "combined") and q.irqs] if qm else []
+        want = (want_q, [i for q in want_q for i in q.irqs])
+        for _ in range(2):  # worked out, then kept
+            got = nic._rx_queue_irqs("eth0", qm)
+            assert got == want
+            got[0].append(None)  # a caller's lists are its own
+            got[1].append(-1)
+            txq = nic._unsteered_tx_queues("eth0", queues)
+            assert txq == _plain_unsteered(queues)
+            if txq is not None:
+                txq.append(None)
