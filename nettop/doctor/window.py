@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from itertools import compress
-from typing import Any, Iterable, Mapping, NamedTuple, Protocol, Sequence, cast
+from typing import Any, Iterable, Mapping, Protocol, Sequence, cast
 
 from nettop.ebpf.sample import EbpfSample
 from nettop.model.counters import U32, U64, delta
@@ -39,15 +39,31 @@ def _cpu_pct_one(a: CpuTimes, b: CpuTimes) -> tuple[float, float, float] | None:
             100.0 * (b.idle + b.iowait - a.idle - a.iowait) / total)
 
 
-class _PctArrays(NamedTuple):
-    """`_cpu_pct`'s figures of every CPU of `after` as float64 arrays (a row per CPU)."""
+class _PctArrays:
+    """`_cpu_pct`'s figures of every CPU of `after` as float64 arrays (a row per CPU),
+    each column computed when first asked (coalescing wants only hardirq %)."""
 
-    cpus: tuple[int, ...]
-    soft: Any  # softirq %
-    hard: Any  # hardirq %
-    idle: Any  # idle + iowait %
-    keep: Any  # the rows with a figure: in `before` too, and time went by
-    exact: Any  # the rows within 50 bits (else Python's ints judge them); None: every row
+    def __init__(self, cpus: tuple[int, ...], ta: Any, tb: Any, dt: Any, div: Any, keep: Any,
+                 exact: Any) -> None:
+        self.cpus = cpus
+        self.keep = keep  # the rows with a figure: in `before` too, and time went by
+        self.exact = exact  # the rows within 50 bits (else Python's ints judge them); None: every row
+        self._ta, self._tb, self._dt, self._div = ta, tb, dt, div
+        self._columns: list[Any] = [None, None, None]
+
+    def column(self, k: int) -> Any:
+        """0 softirq %, 1 hardirq %, 2 idle + iowait %: `_cpu_pct_one`'s expressions."""
+        got = self._columns[k]
+        if got is None:
+            ta, tb, dt, div = self._ta, self._tb, self._dt, self._div
+            if k == 0:  # cpu_columns.TIMES: user nice system idle iowait irq softirq steal
+                got = 100.0 * dt[:, 6] / div
+            elif k == 1:
+                got = 100.0 * dt[:, 5] / div
+            else:
+                got = 100.0 * (tb[:, 3] + tb[:, 4] - ta[:, 3] - ta[:, 4]) / div
+            self._columns[k] = got
+        return got
 
 
 def _cpu_pct_arrays(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> _PctArrays | None:
@@ -68,9 +84,7 @@ def _cpu_pct_arrays(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes
     if not len(tb) or not (ta.min() > -EXACT and ta.max() < EXACT and tb.min() > -EXACT and tb.max() < EXACT):
         exact = ((ta > -EXACT) & (ta < EXACT) & (tb > -EXACT) & (tb < EXACT)).all(axis=1)
     keep = (total > 0) if has is None else has & (total > 0)
-    div = np.where(keep, total, 1)
-    return _PctArrays(cb.cpus, 100.0 * dt[:, 6] / div, 100.0 * dt[:, 5] / div,  # TIMES: softirq, irq,
-                      100.0 * (tb[:, 3] + tb[:, 4] - ta[:, 3] - ta[:, 4]) / div, keep, exact)  # idle, iowait
+    return _PctArrays(cb.cpus, ta, tb, dt, np.where(keep, total, 1), keep, exact)
 
 
 def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> dict[int, tuple[float, float, float]]:
@@ -85,7 +99,7 @@ def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> d
                 if got is not None:
                     out[cpu] = got
         return out
-    soft, hard, idle = arrays.soft.tolist(), arrays.hard.tolist(), arrays.idle.tolist()
+    soft, hard, idle = (arrays.column(k).tolist() for k in range(3))
     if arrays.exact is None:  # C-level: a dict comprehension over 1,024 CPUs was ~0.1 ms a tick
         return dict(compress(zip(arrays.cpus, zip(soft, hard, idle)), arrays.keep.tolist()))
     for cpu, ok, k, s, h, i in zip(arrays.cpus, arrays.exact.tolist(), arrays.keep.tolist(), soft, hard, idle):
@@ -104,24 +118,28 @@ class CpuLoads:
     Python floats made only for those: the rules read a few CPUs' loads and test a NIC's
     peak CPUs against a floor, and the dict of all 1,024 was ~0.3 ms a tick."""
 
-    def __init__(self, arrays: _PctArrays | None, full: Mapping[int, tuple[float, float, float]] | None,
+    def __init__(self, full: Mapping[int, tuple[float, float, float]] | None,
                  before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> None:
-        """`arrays`, else `full` (the dict, when there are no arrays)."""
-        self._arrays, self._full = arrays, full
+        """`full`: `cpu_pct` when it is there already (or must be: no arrays)."""
+        self._full = full
         self._before, self._after = before, after
-        self._rows: dict[int, int] | None = None
+        self._arrays: _PctArrays | None = None
+        self._arrays_done = False
 
     def get(self, cpu: int) -> tuple[float, float, float] | None:
-        """`cpu_pct().get(cpu)`."""
-        a = self._arrays
-        if a is None:
-            return self._full.get(cpu) if self._full is not None else None
-        if self._rows is None:
-            self._rows = dict(zip(a.cpus, range(len(a.cpus))))
-        r = self._rows.get(cpu)
-        if r is None:
-            return None
-        return self._row(r)
+        """`cpu_pct().get(cpu)`: `_cpu_pct_one` of that CPU, which is what every path of
+        `_cpu_pct` gives it (the arrays' floats are its floats); no arrays, no dict of
+        1,024 rows to find one (~0.1 ms a tick on a cold cache)."""
+        if self._full is not None:
+            return self._full.get(cpu)
+        a, b = self._before.get(cpu), self._after.get(cpu)
+        return _cpu_pct_one(a, b) if a is not None and b is not None else None
+
+    def _arrays_or_none(self) -> _PctArrays | None:
+        if not self._arrays_done:
+            self._arrays = _cpu_pct_arrays(self._before, self._after) if self._full is None else None
+            self._arrays_done = True
+        return self._arrays
 
     def _row(self, r: int) -> tuple[float, float, float] | None:
         a = self._arrays
@@ -132,19 +150,19 @@ class CpuLoads:
             return _cpu_pct_one(before, self._after[cpu]) if before is not None else None
         if not a.keep[r]:
             return None
-        return (a.soft.item(r), a.hard.item(r), a.idle.item(r))
+        return (a.column(0).item(r), a.column(1).item(r), a.column(2).item(r))
 
     def at_least(self, k: int, floor: float) -> dict[int, tuple[float, float, float]]:
         """`{cpu: v for cpu, v in cpu_pct().items() if v[k] >= floor}`, in that order."""
-        a = self._arrays
+        a = self._arrays_or_none()
         if a is None:
-            full = self._full or {}
+            full = self._full if self._full is not None else _cpu_pct(self._before, self._after)
             return {cpu: v for cpu, v in full.items() if v[k] >= floor}
         np = numpy()
         ok = a.keep if a.exact is None else a.keep & a.exact
-        at = np.flatnonzero(ok & ((a.soft, a.hard, a.idle)[k] >= floor))
+        at = np.flatnonzero(ok & (a.column(k) >= floor))
         rows = at.tolist()  # C-level: an idle host's 1,000 CPUs at or above 50 % idle
-        figures = list(zip(a.soft[at].tolist(), a.hard[at].tolist(), a.idle[at].tolist()))
+        figures = list(zip(*(a.column(j)[at].tolist() for j in range(3))))
         if a.exact is not None:  # and those beyond 50 bits that reach it, in the CPUs' order
             odd = [(r, v) for r in np.flatnonzero(~a.exact).tolist()
                    if (v := self._row(r)) is not None and v[k] >= floor]
@@ -403,8 +421,13 @@ class Window:
         got = self._cpu_loads
         if got is None:
             before, after = self.first.cpu_times, self.last.cpu_times
-            arrays = _cpu_pct_arrays(before, after) if self._cpu_pct is None else None
-            self._cpu_loads = got = CpuLoads(arrays, self.cpu_pct() if arrays is None else None, before, after)
+            # the dict when it is there, or when there are no arrays to read instead (then
+            # computed here, where a rule that read cpu_pct computed it)
+            full = self._cpu_pct
+            if full is None and (len(after) < ARRAYS_FROM or columns(after, TIMES) is None
+                                 or columns(before, TIMES) is None):
+                full = self.cpu_pct()
+            self._cpu_loads = got = CpuLoads(full, before, after)
         return got
 
     def softnet(self) -> Mapping[int, tuple[float, float, float, float]]:
