@@ -423,7 +423,7 @@ class Window:
             before, after = self.first.cpu_times, self.last.cpu_times
             # the dict when it is there, or when there are no arrays to read instead (then
             # computed here, where a rule that read cpu_pct computed it)
-            full = self._cpu_pct
+            full: Mapping[int, tuple[float, float, float]] | None = self._cpu_pct
             if full is None and (len(after) < ARRAYS_FROM or columns(after, TIMES) is None
                                  or columns(before, TIMES) is None):
                 full = self.cpu_pct()
