@@ -204,11 +204,18 @@ def test_kept_local_cpus_and_far_irqs_are_those_worked_out_afresh(ticks):
             local = common.local_cpus(snap, name)
             assert local == _plain_local_cpus(snap, name)
             assert common.local_cpus(snap, name) == local  # kept: asked again
+            for _ in range(2):  # worked out, then kept
+                got_set = cpu_irq._local_set(snap.online_cpus, local)
+                assert got_set == (frozenset(local), sorted(frozenset(local)), frozenset(local) >= set(snap.online_cpus))
+                got_set[1].append(-1)  # a caller's list is its own
+            other = tuple(range(9))  # the same local CPUs against other online CPUs
+            assert cpu_irq._local_set(other, local)[2] == (frozenset(local) >= set(other))
             got = cpu_irq._far_irqs(snap, name, frozenset(local))
             assert got == _plain_far_irqs(snap, name, frozenset(local))
             assert cpu_irq._far_irqs(snap, name, frozenset(local)) == got
             got.append(-1)  # a caller's list is its own
     assert len(common._LOCAL) <= common._LOCAL_KEEP and len(cpu_irq._FAR_IRQS) <= cpu_irq._FAR_KEEP
+    assert len(cpu_irq._LOCAL_SETS) <= cpu_irq._FAR_KEEP
 
 
 # --- Window.cpu_loads: cpu_pct one CPU at a time, or above a floor ------------------------
