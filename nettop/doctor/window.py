@@ -39,13 +39,59 @@ def _cpu_pct_one(a: CpuTimes, b: CpuTimes) -> tuple[float, float, float] | None:
             100.0 * (b.idle + b.iowait - a.idle - a.iowait) / total)
 
 
-def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> dict[int, tuple[float, float, float]]:
-    """`Window.cpu_pct`: on arrays from ARRAYS_FROM CPUs (model/cpu_columns.py), with the
-    same expressions in the same order, so the floats are those of `_cpu_pct_one`."""
-    out: dict[int, tuple[float, float, float]] = {}
+class _PctArrays:
+    """`_cpu_pct`'s figures of every CPU of `after` as float64 arrays (a row per CPU),
+    each column computed when first asked (coalescing wants only hardirq %)."""
+
+    def __init__(self, cpus: tuple[int, ...], ta: Any, tb: Any, dt: Any, div: Any, keep: Any,
+                 exact: Any) -> None:
+        self.cpus = cpus
+        self.keep = keep  # the rows with a figure: in `before` too, and time went by
+        self.exact = exact  # the rows within 50 bits (else Python's ints judge them); None: every row
+        self._ta, self._tb, self._dt, self._div = ta, tb, dt, div
+        self._columns: list[Any] = [None, None, None]
+
+    def column(self, k: int) -> Any:
+        """0 softirq %, 1 hardirq %, 2 idle + iowait %: `_cpu_pct_one`'s expressions."""
+        got = self._columns[k]
+        if got is None:
+            ta, tb, dt, div = self._ta, self._tb, self._dt, self._div
+            if k == 0:  # cpu_columns.TIMES: user nice system idle iowait irq softirq steal
+                got = 100.0 * dt[:, 6] / div
+            elif k == 1:
+                got = 100.0 * dt[:, 5] / div
+            else:
+                got = 100.0 * (tb[:, 3] + tb[:, 4] - ta[:, 3] - ta[:, 4]) / div
+            self._columns[k] = got
+        return got
+
+
+def _cpu_pct_arrays(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> _PctArrays | None:
+    """The arrays `_cpu_pct` reads from ARRAYS_FROM CPUs (model/cpu_columns.py), with the
+    same expressions in the same order, so the floats are those of `_cpu_pct_one`; None
+    below that or when a count is no int within int64."""
     cb = columns(after, TIMES) if len(after) >= ARRAYS_FROM else None
     ca = columns(before, TIMES) if cb is not None else None
     if cb is None or ca is None:
+        return None
+    np = numpy()
+    tb: Any = cb.values  # (numpy's stubs type a reduction as "bool | Any")
+    ta, has = ca.aligned(cb.cpus)
+    dt = tb - ta
+    total = dt.sum(axis=1)
+    exact = None
+    # four reductions first: a mask of 1,024 x 8 twice over was ~45 us a tick more
+    if not len(tb) or not (ta.min() > -EXACT and ta.max() < EXACT and tb.min() > -EXACT and tb.max() < EXACT):
+        exact = ((ta > -EXACT) & (ta < EXACT) & (tb > -EXACT) & (tb < EXACT)).all(axis=1)
+    keep = (total > 0) if has is None else has & (total > 0)
+    return _PctArrays(cb.cpus, ta, tb, dt, np.where(keep, total, 1), keep, exact)
+
+
+def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> dict[int, tuple[float, float, float]]:
+    """`Window.cpu_pct`: on arrays from ARRAYS_FROM CPUs (`_cpu_pct_arrays`), else CPU by CPU."""
+    out: dict[int, tuple[float, float, float]] = {}
+    arrays = _cpu_pct_arrays(before, after)
+    if arrays is None:
         for cpu, b in after.items():
             a = before.get(cpu)
             if a is not None:
@@ -53,20 +99,10 @@ def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> d
                 if got is not None:
                     out[cpu] = got
         return out
-    np = numpy()
-    tb: Any = cb.values  # (numpy's stubs type a reduction as "bool | Any")
-    ta, has = ca.aligned(cb.cpus)
-    dt = tb - ta
-    total = dt.sum(axis=1)
-    exact = ((ta > -EXACT) & (ta < EXACT) & (tb > -EXACT) & (tb < EXACT)).all(axis=1)
-    keep = (total > 0) if has is None else has & (total > 0)
-    div = np.where(keep, total, 1)
-    soft = (100.0 * dt[:, 6] / div).tolist()  # cpu_columns.TIMES: softirq, irq, idle, iowait
-    hard = (100.0 * dt[:, 5] / div).tolist()
-    idle = (100.0 * (tb[:, 3] + tb[:, 4] - ta[:, 3] - ta[:, 4]) / div).tolist()
-    if exact.all():  # C-level: a dict comprehension over 1,024 CPUs was ~0.1 ms a tick
-        return dict(compress(zip(cb.cpus, zip(soft, hard, idle)), keep.tolist()))
-    for cpu, ok, k, s, h, i in zip(cb.cpus, exact.tolist(), keep.tolist(), soft, hard, idle):
+    soft, hard, idle = (arrays.column(k).tolist() for k in range(3))
+    if arrays.exact is None:  # C-level: a dict comprehension over 1,024 CPUs was ~0.1 ms a tick
+        return dict(compress(zip(arrays.cpus, zip(soft, hard, idle)), arrays.keep.tolist()))
+    for cpu, ok, k, s, h, i in zip(arrays.cpus, arrays.exact.tolist(), arrays.keep.tolist(), soft, hard, idle):
         if not ok:  # beyond 50 bits: Python's ints
             a = before.get(cpu)
             got = _cpu_pct_one(a, after[cpu]) if a is not None else None
@@ -75,6 +111,65 @@ def _cpu_pct(before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> d
         elif k:
             out[cpu] = (s, h, i)
     return out
+
+
+class CpuLoads:
+    """`Window.cpu_pct` asked for one CPU, or for the CPUs at or above a figure, with
+    Python floats made only for those: the rules read a few CPUs' loads and test a NIC's
+    peak CPUs against a floor, and the dict of all 1,024 was ~0.3 ms a tick."""
+
+    def __init__(self, full: Mapping[int, tuple[float, float, float]] | None,
+                 before: Mapping[int, CpuTimes], after: Mapping[int, CpuTimes]) -> None:
+        """`full`: `cpu_pct` when it is there already (or must be: no arrays)."""
+        self._full = full
+        self._before, self._after = before, after
+        self._arrays: _PctArrays | None = None
+        self._arrays_done = False
+
+    def get(self, cpu: int) -> tuple[float, float, float] | None:
+        """`cpu_pct().get(cpu)`: `_cpu_pct_one` of that CPU, which is what every path of
+        `_cpu_pct` gives it (the arrays' floats are its floats); no arrays, no dict of
+        1,024 rows to find one (~0.1 ms a tick on a cold cache)."""
+        if self._full is not None:
+            return self._full.get(cpu)
+        a, b = self._before.get(cpu), self._after.get(cpu)
+        return _cpu_pct_one(a, b) if a is not None and b is not None else None
+
+    def _arrays_or_none(self) -> _PctArrays | None:
+        if not self._arrays_done:
+            self._arrays = _cpu_pct_arrays(self._before, self._after) if self._full is None else None
+            self._arrays_done = True
+        return self._arrays
+
+    def _row(self, r: int) -> tuple[float, float, float] | None:
+        a = self._arrays
+        assert a is not None
+        if a.exact is not None and not a.exact[r]:  # beyond 50 bits: Python's ints
+            cpu = a.cpus[r]
+            before = self._before.get(cpu)
+            return _cpu_pct_one(before, self._after[cpu]) if before is not None else None
+        if not a.keep[r]:
+            return None
+        return (a.column(0).item(r), a.column(1).item(r), a.column(2).item(r))
+
+    def at_least(self, k: int, floor: float) -> dict[int, tuple[float, float, float]]:
+        """`{cpu: v for cpu, v in cpu_pct().items() if v[k] >= floor}`, in that order."""
+        a = self._arrays_or_none()
+        if a is None:
+            full = self._full if self._full is not None else _cpu_pct(self._before, self._after)
+            return {cpu: v for cpu, v in full.items() if v[k] >= floor}
+        np = numpy()
+        ok = a.keep if a.exact is None else a.keep & a.exact
+        at = np.flatnonzero(ok & (a.column(k) >= floor))
+        rows = at.tolist()  # C-level: an idle host's 1,000 CPUs at or above 50 % idle
+        figures = list(zip(*(a.column(j)[at].tolist() for j in range(3))))
+        if a.exact is not None:  # and those beyond 50 bits that reach it, in the CPUs' order
+            odd = [(r, v) for r in np.flatnonzero(~a.exact).tolist()
+                   if (v := self._row(r)) is not None and v[k] >= floor]
+            if odd:
+                pairs = sorted([*zip(rows, figures), *odd], key=_FIRST)
+                rows, figures = [r for r, _ in pairs], [v for _, v in pairs]
+        return dict(zip(map(a.cpus.__getitem__, rows), figures))
 
 
 def _per_s(before: Mapping[int, Any], after: Mapping[int, Any], fields: tuple[str, ...], n: int,
@@ -108,6 +203,29 @@ def _per_s(before: Mapping[int, Any], after: Mapping[int, Any], fields: tuple[st
     return out
 
 
+def _rate_column(before: Mapping[int, Any], after: Mapping[int, Any], fields: tuple[str, ...], k: int,
+                 elapsed: float) -> tuple[tuple[int, ...], Any] | None:
+    """(the CPUs of `after`, `fields[k]` per second of each as a float64 array): what
+    `_per_s` gives for that field, when both mappings have arrays of the same CPUs and
+    that field counted forwards within 50 bits on every one of them; else None.
+
+    `_per_s` judges a CPU by its first n fields together, but a field that counted
+    forwards is `(b - a) / elapsed` either way (an int below 2**50 is exact as a float),
+    so one column's array is that field's figure even when another field went backwards.
+    A rule that wants one field of a few CPUs thus skips the ~0.25 ms a tick of 1,024
+    tuples and a dict (softnet at 1,024 CPUs)."""
+    cb = columns(after, fields) if len(after) >= ARRAYS_FROM else None
+    ca = columns(before, fields) if cb is not None else None
+    if cb is None or ca is None or ca.cpus != cb.cpus or not cb.cpus:
+        return None
+    vb: Any = cb.values[:, k]
+    va: Any = ca.values[:, k]
+    # three reductions, not a mask per CPU: every CPU plain or the caller walks them all
+    if int(va.min()) < 0 or int(vb.max()) >= EXACT or not bool((va <= vb).all()):
+        return None
+    return cb.cpus, (vb - va) / elapsed
+
+
 def _per_s_one(get: Any, a: Any, b: Any, n: int, elapsed: float) -> tuple[float, ...]:
     xs, ys = get(a), get(b)
     if n == 1:
@@ -132,6 +250,10 @@ class _Steps:
 
     def sum_rows(self, rows: list[int]) -> list[int]:
         """The per-CPU sum of `rows` (a row named twice counts twice)."""
+        return cast("list[int]", self.sum_rows_array(rows).tolist())
+
+    def sum_rows_array(self, rows: list[int]) -> Any:
+        """`sum_rows` as an integer array."""
         raise NotImplementedError
 
     def peaks(self) -> tuple[list[int], list[int]]:
@@ -154,11 +276,11 @@ class _DenseSteps(_Steps):
     def row(self, r: int) -> list[int]:
         return cast("list[int]", self.d[r].tolist())
 
-    def sum_rows(self, rows: list[int]) -> list[int]:
+    def sum_rows_array(self, rows: list[int]) -> Any:
         lo, hi = min(rows), max(rows)
         # a NIC's queue IRQs are usually adjacent rows: a slice, not a copy of them
         block = self.d[lo:hi + 1] if hi - lo + 1 == len(rows) == len(set(rows)) else self.d[rows]
-        return cast("list[int]", block.sum(axis=0).tolist())
+        return block.sum(axis=0)
 
     def peaks(self) -> tuple[list[int], list[int]]:
         return self.d.sum(axis=1).tolist(), self.d.argmax(axis=1).tolist()
@@ -182,11 +304,11 @@ class _SparseSteps(_Steps):
             out[c] = v
         return out
 
-    def sum_rows(self, rows: list[int]) -> list[int]:
+    def sum_rows_array(self, rows: list[int]) -> Any:
         np = numpy()
         times = np.bincount(np.asarray(rows, np.int64), minlength=self.nrows)[self.rows]
         got = np.bincount(self.cols, weights=self.steps * times, minlength=self.ncols)
-        return cast("list[int]", got.astype(np.int64).tolist())
+        return got.astype(np.int64)
 
     def peaks(self) -> tuple[list[int], list[int]]:
         np = numpy()
@@ -260,6 +382,7 @@ class Window:
         # each figure the rules ask for, computed at most once per window; one typed slot
         # per kind, so what a method returns is what it stored
         self._cpu_pct: dict[int, tuple[float, float, float]] | None = None
+        self._cpu_loads: CpuLoads | None = None  # see cpu_loads
         self._softnet: dict[int, tuple[float, float, float, float]] | None = None
         self._net_rx: dict[int, float] | None = None
         self._irq_counts: dict[int, list[int] | None] = {}
@@ -291,6 +414,22 @@ class Window:
             self._cpu_pct = got = _cpu_pct(self.first.cpu_times, self.last.cpu_times)
         return got
 
+    def cpu_loads(self) -> CpuLoads:
+        """`cpu_pct` asked for one CPU or for the CPUs at or above a figure, Python floats
+        made only for those (from ARRAYS_FROM CPUs). Without arrays it holds `cpu_pct`,
+        computed here as a rule that called `cpu_pct` at its start did."""
+        got = self._cpu_loads
+        if got is None:
+            before, after = self.first.cpu_times, self.last.cpu_times
+            # the dict when it is there, or when there are no arrays to read instead (then
+            # computed here, where a rule that read cpu_pct computed it)
+            full: Mapping[int, tuple[float, float, float]] | None = self._cpu_pct
+            if full is None and (len(after) < ARRAYS_FROM or columns(after, TIMES) is None
+                                 or columns(before, TIMES) is None):
+                full = self.cpu_pct()
+            self._cpu_loads = got = CpuLoads(full, before, after)
+        return got
+
     def softnet(self) -> Mapping[int, tuple[float, float, float, float]]:
         """CPU -> (processed/s, dropped/s, time_squeeze/s, received_rps/s)."""
         got = self._softnet
@@ -299,12 +438,30 @@ class Window:
             self._softnet = got = cast("dict[int, tuple[float, float, float, float]]", four)
         return got
 
+    def softnet_above_zero(self, k: int) -> dict[int, float] | None:
+        """CPU -> the k-th figure of `softnet` (1 dropped/s, 2 time_squeeze/s) of the CPUs
+        where it is above 0, in `softnet`'s order, from that one column of the arrays
+        (`_rate_column`); None when `softnet` itself must tell. A rule wants the few CPUs
+        that drop or squeeze, not 1,024 CPUs' four figures (~0.3 ms a tick)."""
+        if self._softnet is not None or not self.has_rates:
+            return None
+        col = _rate_column(self.first.softnet, self.last.softnet, SOFTNET, k, self.elapsed)
+        if col is None:
+            return None
+        cpus, rates = col
+        at = numpy().flatnonzero(rates > 0)
+        return dict(zip(map(cpus.__getitem__, at.tolist()), rates[at].tolist()))
+
     def net_rx(self) -> Mapping[int, float]:
         """CPU -> NET_RX softirqs/s."""
         got = self._net_rx
         if got is None:
             got = {}
-            if self.has_rates:
+            col = _rate_column(self.first.softirqs, self.last.softirqs, SOFTIRQS, 0,
+                               self.elapsed) if self.has_rates else None
+            if col is not None:  # no 1-tuple per CPU on the way (~0.1 ms a tick at 1,024 CPUs)
+                got = dict(zip(col[0], col[1].tolist()))
+            elif self.has_rates:
                 one = _per_s(self.first.softirqs, self.last.softirqs, SOFTIRQS, 1, self.elapsed)
                 got = dict(zip(one, map(_FIRST, one.values())))
             self._net_rx = got
@@ -353,6 +510,25 @@ class Window:
             got = m[1].sum_rows(rows)
             acc = got if acc is None else list(map(operator.add, acc, got))
         return acc
+
+    def irq_sum_top(self, irqs: list[int]) -> tuple[int, int, int] | None:
+        """(sum(acc), acc.index(max(acc)), max(acc)) of `acc = irq_sum(irqs)`: a NIC's
+        interrupts in all, the index in `cpus` of the first CPU where most landed, how
+        many; None when `acc` is None or empty. On the matrix when every IRQ is a row of
+        it: the sum and argmax in numpy, not a list of 1,024 ints walked three times per
+        NIC (~0.15 ms a tick at 4 NICs)."""
+        m = self._irq_matrix()
+        if m is not None and m[1].ncols and irqs:
+            rows = m[0].rows_of(irqs)
+            if None not in rows:
+                got = m[1].sum_rows_array(cast("list[int]", rows))
+                i = int(got.argmax())  # the first of the largest, as list.index(max())
+                return int(got.sum()), i, int(got[i])
+        acc = self.irq_sum(irqs)
+        if not acc:
+            return None
+        most = max(acc)
+        return sum(acc), acc.index(most), most
 
     def irq_peak(self, irq: int) -> tuple[int, int] | None:
         """(all interrupts of one IRQ over the window, the index in `cpus` where most

@@ -120,18 +120,43 @@ def rx_queue_count(snap: Snapshot, ifname: str) -> int:
 
 
 def local_cpus(snap: Snapshot, ifname: str) -> tuple[int, ...]:
-    """The NIC's NUMA-local online CPUs; every online CPU when that is not known."""
-    online = snap.online_cpus
-    t = snap.tuning
+    """The NIC's NUMA-local online CPUs; every online CPU when that is not known.
+
+    Kept per NIC name while the snapshot's online CPUs and tuning are the same objects
+    and its device's NUMA node the same number (all the answer reads): three rules ask
+    for it per NIC every tick, each a walk over 1,024 CPUs (~0.1 ms a tick for 4 NICs
+    per rule), and the reader hands the same online tuple and tuning until they change."""
+    online, t = snap.online_cpus, snap.tuning
+    dev = snap.devices.get(ifname)
+    node = dev.numa_node if dev is not None else None
+    got = _LOCAL.get(ifname)
+    if got is not None and got[0] is online and got[1] is t and type(got[2]) is type(node) and got[2] == node:
+        return got[3]
+    local = _local_cpus(online, t, ifname, node)
+    with KEPT_LOCK:
+        _LOCAL[ifname] = (online, t, node, local)
+        while len(_LOCAL) > _LOCAL_KEEP:
+            del _LOCAL[next(iter(_LOCAL))]
+    return local
+
+
+# NIC name -> (online CPUs, tuning, its device's NUMA node, its local CPUs); the online
+# tuple and the tuning are held, so their ids cannot be reused while kept
+_LOCAL: dict[str, tuple[tuple[int, ...], Any, int | None, tuple[int, ...]]] = {}
+_LOCAL_KEEP = 64
+
+
+def _local_cpus(online: tuple[int, ...], t: Any, ifname: str, numa_node: int | None) -> tuple[int, ...]:
+    """`local_cpus` worked out: the NIC's local CPUs that are online, else the online
+    CPUs of its device's NUMA node, else every online CPU."""
     nic = t.nics.get(ifname) if t is not None else None
-    # C-level filters: called a few times per NIC per tick, over 1,024 CPUs on big hosts
+    # C-level filters: over 1,024 CPUs on big hosts
     if nic is not None and nic.local_cpus:
         local = tuple(filter(set(online).__contains__, nic.local_cpus))
         if local:
             return local
-    dev = snap.devices.get(ifname)
-    if t is not None and dev is not None and dev.numa_node is not None and t.cpu_nodes:
-        on_node = map(operator.eq, map(t.cpu_nodes.get, online), itertools.repeat(dev.numa_node))
+    if t is not None and numa_node is not None and t.cpu_nodes:
+        on_node = map(operator.eq, map(t.cpu_nodes.get, online), itertools.repeat(numa_node))
         local = tuple(itertools.compress(online, on_node))
         if local:
             return local

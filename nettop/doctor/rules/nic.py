@@ -7,9 +7,10 @@ from typing import Iterator
 from nettop.doctor import thresholds as T
 from nettop.doctor.finding import Finding, Severity
 from nettop.doctor.rules.common import (
-    INTEL, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, pct, queue_irqs, rate,
+    INTEL, KEPT_LOCK, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, pct, queue_irqs, rate,
     rx_queue_count,
 )
+from nettop.model.snapshot import QueueConfig, QueueIrqs, QueueMap
 
 
 def rx_ring(ctx: Context) -> Iterator[Finding]:
@@ -45,13 +46,12 @@ def rss_imbalance(ctx: Context) -> Iterator[Finding]:
     for name in nics(snap):
         per_q = w.queue_pps(name, "rx")
         if not per_q:  # no per-queue counters: judge by the queue IRQs' rates
-            qm = snap.queue_maps.get(name)
-            queues = [q for q in qm.queues if q.kind in ("rx", "combined") and q.irqs] if qm else []
-            got = w.irq_peaks([i for q in queues for i in q.irqs])
+            queues, irqs = _rx_queue_irqs(name, snap.queue_maps.get(name))
+            got = w.irq_peaks(irqs)
             span = w.elapsed or 1.0
             if len(got) == len(queues):  # one IRQ a queue (4 x 128 queues: no generator per queue)
-                for q, peak in zip(queues, got):
-                    per_q[q.index] = (0 + (peak or (0, 0))[0]) / span  # 0 +: as sum() of one
+                rates = [(0 + (peak or (0, 0))[0]) / span for peak in got]  # 0 +: as sum() of one
+                per_q = dict(zip([q.index for q in queues], rates))  # (per_q was empty)
             else:
                 peaks = iter(got)
                 for q in queues:
@@ -61,7 +61,7 @@ def rss_imbalance(ctx: Context) -> Iterator[Finding]:
         total = sum(per_q.values())
         if total < T.BUSY_PPS:
             continue
-        top = max(per_q, key=lambda q: per_q[q])
+        top = max(per_q, key=per_q.__getitem__)
         share = per_q[top] / total
         if share < T.RSS_SHARE:
             continue
@@ -85,7 +85,7 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
     """8. Fewer rx queues than CPUs on the node, and NET_RX concentrated on those few."""
     w, snap = ctx.window, ctx.snap
     net_rx = w.net_rx()
-    loads = w.cpu_pct()
+    loads = w.cpu_loads()
     total_rx = sum(net_rx.values())
     if total_rx <= 0:
         return
@@ -99,11 +99,11 @@ def few_rx_queues(ctx: Context) -> Iterator[Finding]:
         if nq < 1 or nq >= len(node):
             continue
         if by_rx is None:  # the same order for every NIC: sorted once
-            by_rx = sorted(net_rx, key=lambda c: net_rx[c], reverse=True)
+            by_rx = sorted(net_rx, key=net_rx.__getitem__, reverse=True)
         busiest = by_rx[:nq]
         share = sum(net_rx[c] for c in busiest) / total_rx
         top = busiest[0]
-        soft = loads.get(top, (0.0, 0.0, 0.0))[0]
+        soft = (loads.get(top) or (0.0, 0.0, 0.0))[0]
         if share < T.NET_RX_SHARE or soft < T.CPU_LOADED_PCT:
             continue
         dev = snap.devices.get(name)
@@ -161,10 +161,8 @@ def no_xps(ctx: Context) -> Iterator[Finding]:
         link = w.link(name)
         if dev is None or link is None or link[1] < T.XPS_TX_PPS:
             continue
-        txq = [q for q in dev.queues if q.kind == "tx"]
-        if len(txq) < 2 or any(q.xps_cpus is None for q in txq):
-            continue  # single queue, or XPS not built in
-        if any(mask_cpus(q.xps_cpus) for q in txq):
+        txq = _unsteered_tx_queues(name, dev.queues)
+        if txq is None:
             continue
         cpus = local_cpus(snap, name)
         fix = tuple(f"nettop set xps {name} {q.index} {cpus_text([cpus[i % len(cpus)]])}" for i, q in enumerate(txq))
@@ -175,6 +173,50 @@ def no_xps(ctx: Context) -> Iterator[Finding]:
             "land on other CPUs' caches",
             (f"{len(txq)} tx queues, xps_cpus all 0", f"tx {rate(link[1])} packets"),
             {"tx_queues": float(len(txq)), "tx_pps": link[1]}, w.span, fix, None, f"{SCALING} (XPS)")
+
+
+def _rx_queue_irqs(name: str, qm: QueueMap | None) -> tuple[list[QueueIrqs], list[int]]:
+    """(a NIC's rx and combined queues with IRQs, their IRQs in order). Kept per NIC while
+    its QueueMap is the same object (the reader hands the same one until its queues
+    change): two walks over 4 x 128 queues a tick. The map is held, so its id cannot be
+    reused while it is kept."""
+    got = _RX_QUEUES.get(name)
+    if got is None or got[0] is not qm:
+        queues = tuple(q for q in qm.queues if q.kind in ("rx", "combined") and q.irqs) if qm else ()
+        got = (qm, queues, tuple(i for q in queues for i in q.irqs))
+        with KEPT_LOCK:
+            _RX_QUEUES[name] = got
+            while len(_RX_QUEUES) > _UNSTEERED_KEEP:
+                del _RX_QUEUES[next(iter(_RX_QUEUES))]
+    return list(got[1]), list(got[2])
+
+
+# NIC name -> (its QueueMap, its rx and combined queues with IRQs, their IRQs)
+_RX_QUEUES: dict[str, tuple[QueueMap | None, tuple[QueueIrqs, ...], tuple[int, ...]]] = {}
+
+
+def _unsteered_tx_queues(name: str, queues: tuple[QueueConfig, ...]) -> list[QueueConfig] | None:
+    """A NIC's tx queues when there are several, each with XPS built in and none set;
+    else None. Kept per NIC while its queue settings are the same tuple (the reader
+    hands the same one until a setting changes): 4 x 256 queues walked twice a tick
+    were ~0.1 ms. The tuple is held, so its id cannot be reused while it is kept."""
+    got = _UNSTEERED.get(name)
+    if got is not None and got[0] is queues:
+        return list(got[1]) if got[1] is not None else None
+    txq = [q for q in queues if q.kind == "tx"]
+    # not a single queue, XPS built in on each, set on none
+    found = (tuple(txq) if len(txq) >= 2 and all(q.xps_cpus is not None for q in txq)
+             and not any(mask_cpus(q.xps_cpus) for q in txq) else None)
+    with KEPT_LOCK:
+        _UNSTEERED[name] = (queues, found)
+        while len(_UNSTEERED) > _UNSTEERED_KEEP:
+            del _UNSTEERED[next(iter(_UNSTEERED))]
+    return txq if found is not None else None
+
+
+# NIC name -> (its queue settings, its tx queues without XPS or None)
+_UNSTEERED: dict[str, tuple[tuple[QueueConfig, ...], tuple[QueueConfig, ...] | None]] = {}
+_UNSTEERED_KEEP = 64
 
 
 RULES = (rx_ring, rss_imbalance, few_rx_queues, offloads_off, no_xps)

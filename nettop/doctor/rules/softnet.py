@@ -15,13 +15,13 @@ from nettop.doctor.window import Window
 def softnet_drops(ctx: Context) -> Iterator[Finding]:
     """4. softnet `dropped` rising: the per-CPU backlog is full, or RPS sends it all to one CPU."""
     w, snap = ctx.window, ctx.snap
-    sn = w.softnet()
-    drops = _positive(sn, 1)
+    drops = _above_zero(w, 1)
     total = sum(drops.values())
     if total < T.DROPS_PER_S:
         return
-    top = max(drops, key=lambda c: drops[c])
+    top = max(drops, key=drops.__getitem__)
     backlog = sysctl_int(snap, "net.core.netdev_max_backlog")
+    sn = w.softnet()
     rps = {c: v[3] for c, v in sn.items()}
     rps_total = sum(rps.values())
     imbalanced = rps_total > 0 and rps.get(top, 0.0) / rps_total >= T.RPS_SHARE and len(snap.online_cpus) > 1
@@ -48,11 +48,11 @@ def softnet_drops(ctx: Context) -> Iterator[Finding]:
 def time_squeeze(ctx: Context) -> Iterator[Finding]:
     """5. time_squeeze rising: NAPI polling ran out of budget or time with work left."""
     w, snap = ctx.window, ctx.snap
-    sq = _positive(w.softnet(), 2)
+    sq = _above_zero(w, 2)
     total = sum(sq.values())
     if total < T.SQUEEZE_PER_S:
         return
-    top = max(sq, key=lambda c: sq[c])
+    top = max(sq, key=sq.__getitem__)
     budget = sysctl_int(snap, "net.core.netdev_budget")
     usecs = sysctl_int(snap, "net.core.netdev_budget_usecs")
     fix = []
@@ -83,6 +83,13 @@ def _positive(sn: Mapping[int, tuple[float, ...]], k: int) -> dict[int, float]:
     C-level passes (two dict comprehensions over 1,024 CPUs were ~0.2 ms a tick)."""
     values = list(map(_COLUMN[k], sn.values()))
     return dict(compress(zip(sn, values), map(operator.lt, repeat(0), values)))
+
+
+def _above_zero(w: Window, k: int) -> dict[int, float]:
+    """`_positive` of the window's softnet figures: from the one column asked for when the
+    window can (`Window.softnet_above_zero`), else from every CPU's four."""
+    got = w.softnet_above_zero(k)
+    return got if got is not None else _positive(w.softnet(), k)
 
 
 def _per_uptime(w: Window, what: str, per_s: float) -> str:
