@@ -509,10 +509,12 @@ class SysfsIrqReader:
         # `ref`: the text each row's counts in `m` were taken from (last tick's, every row)
         ref = last_texts[1] if last_texts is not None and last_texts[0] is rows else None
         done: list[int] = []  # rows taken in this tick, while one may still refuse it
+        todo: Iterable[int]
         if ref is not None:
-            todo: Iterable[int] = list(itertools.compress(range(len(rows)), map(operator.ne, texts, ref)))
-            if len(todo) >= self.vector_from:  # a busy host: most queue IRQs fired
-                todo, done = self._bulk(todo, texts, ref)
+            changed = list(itertools.compress(range(len(rows)), map(operator.ne, texts, ref)))
+            todo = changed
+            if len(changed) >= self.vector_from:  # a busy host: most queue IRQs fired
+                todo, done = self._bulk(changed, texts, ref)
                 moved = moved or bool(done)
         else:
             todo = range(len(rows))
