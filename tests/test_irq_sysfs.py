@@ -463,30 +463,42 @@ def test_fields_taken_before_a_tick_stops_part_way_are_in_the_next_table(tmp_pat
         assert {i: list(table.irqs[i].counts) for i in followed} == {i: counts(i) for i in followed}
 
 
+_ALL = lambda irq, name: True  # noqa: E731  # a reader's `want`: every IRQ
+
+
+def _read_in_place(tree: Path) -> tuple[SysRoot, SysfsIrqReader, dict[int, list[int]]]:
+    """A reader that has read `tree` (8 CPUs) once as a tree rewritten in place, and each
+    followed IRQ's counts as its file holds them. Close the reader when done."""
+    root = SysRoot(str(tree), in_place=True)
+    reader = SysfsIrqReader()
+    assert reader.read(root, tuple(range(8)), _ALL) is not None
+    irqdir = tree / "sys/kernel/irq"
+    rows = {i: [int(x) for x in (irqdir / str(i) / "per_cpu_count").read_text().strip().split(",")]
+            for i in sorted(reader._paths)}
+    return root, reader, rows
+
+
+def _write_in_place(root: SysRoot, irq: int, text: str) -> None:
+    """Rewrite an IRQ's per_cpu_count in place (truncated, not replaced): a held
+    descriptor then reads the new text, as from the live kernel."""
+    fd = os.open(root.join(f"sys/kernel/irq/{irq}/per_cpu_count"), os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def test_a_row_taken_in_bulk_and_then_back_to_its_older_text_is_read_as_the_file(tmp_path):
     """A bulk tick (`_bulk`) leaves its rows' `last` texts one tick behind (`ref` has the
     new ones): a count that then goes back to what it was before that tick (a reset, a
     counter put back) must be read, not taken for the older text's unchanged copy."""
-    tree = generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4)
-    root = SysRoot(str(tree), in_place=True)
-    online = tuple(range(8))
-    reader = SysfsIrqReader()
-    want = lambda irq, name: True  # noqa: E731
-    irqdir = tree / "sys/kernel/irq"
+    root, reader, rows = _read_in_place(generate_tree(tmp_path / "t", cpus=8, irqs=40, queues=4))
+    online, want, followed = tuple(range(8)), _ALL, sorted(rows)
     try:
-        assert reader.read(root, online, want) is not None
-        followed = sorted(reader._paths)
-        rows = {i: [int(x) for x in (irqdir / str(i) / "per_cpu_count").read_text().strip().split(",")]
-                for i in followed}
-
         def tick(add: int, vector_from: int) -> None:
             for irq, row in rows.items():
                 row[irq % 8] = 100_000 + add  # the same field, the same width
-                fd = os.open(irqdir / str(irq) / "per_cpu_count", os.O_WRONLY | os.O_TRUNC)
-                try:
-                    os.write(fd, (",".join(map(str, row)) + "\n").encode())
-                finally:
-                    os.close(fd)
+                _write_in_place(root, irq, ",".join(map(str, row)) + "\n")
             reader.vector_from = vector_from
             table = reader.read(root, online, want)
             assert table is not None
@@ -704,23 +716,12 @@ def test_held_files_rewritten_in_place_give_each_tick_the_files_counts_and_sums(
     and the sums follow them by difference (irq_sysfs._counts), so a row taken before a
     refusal, or a field moved where it was last tick, must not leave either stale."""
     tree = generate_tree(tmp_path_factory.mktemp("t") / "t", cpus=8, irqs=24, queues=4)
-    root = SysRoot(str(tree), in_place=True)
-    online = tuple(range(8))
-    reader = SysfsIrqReader()
-    want = lambda irq, name: True  # noqa: E731
+    root, reader, rows = _read_in_place(tree)
+    online, want, followed = tuple(range(8)), _ALL, sorted(rows)
     irqdir = tree / "sys/kernel/irq"
     try:
-        assert reader.read(root, online, want) is not None
-        followed = sorted(reader._paths)
-        rows = {i: [int(x) for x in (irqdir / str(i) / "per_cpu_count").read_text().strip().split(",")]
-                for i in followed}
-
         def write(irq: int, text: str) -> None:
-            fd = os.open(irqdir / str(irq) / "per_cpu_count", os.O_WRONLY | os.O_TRUNC)
-            try:
-                os.write(fd, text.encode())
-            finally:
-                os.close(fd)
+            _write_in_place(root, irq, text)
 
         extra = 0
         for _ in range(data.draw(st.integers(1, 8))):
