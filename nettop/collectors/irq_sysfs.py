@@ -150,7 +150,7 @@ class SysfsIrqReader:
         self._cols: list[int] | None = None  # the online CPUs' columns of the last table
         self._counted_bare: dict[int, Irq] | None = None  # the names the last table's Irqs took
         self._gone: int | None = None  # the IRQ whose per_cpu_count failed in the last `_counts`
-        # each row's `_Seen` span as arrays (`_hints`), for the changed rows taken in bulk
+        # each row's `_Seen` span as arrays (`_set_hint`), for the changed rows taken in bulk
         self._hint: Any = None
         # (a tick's texts, the rows `_bulk` joined, their texts joined): the next tick's
         # `ref` is those texts, so the same rows' join is not made again (~0.2 ms)

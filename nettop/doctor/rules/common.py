@@ -73,10 +73,7 @@ def nics(snap: Snapshot) -> list[str]:
     got = _NICS.get(id(links))
     if got is None or got[0] is not links:
         got = (links, tuple(n for n, link in sorted(links.items()) if n != "lo" and not link.is_aggregate))
-        with KEPT_LOCK:
-            _NICS[id(links)] = got
-            while len(_NICS) > _NICS_KEEP:
-                del _NICS[next(iter(_NICS))]
+        keep(_NICS, id(links), got, _NICS_KEEP)
     return list(got[1])
 
 
@@ -92,10 +89,7 @@ def queue_irqs(snap: Snapshot, ifname: str, kinds: tuple[str, ...] = ("rx", "tx"
     got = _QUEUE_IRQS.get(key)
     if got is None or got[0] is not qm:
         got = (qm, tuple(sorted({i for q in qm.queues if q.kind in kinds for i in q.irqs})))
-        with KEPT_LOCK:  # a live Watch and a replay may judge at once
-            _QUEUE_IRQS[key] = got
-            while len(_QUEUE_IRQS) > _QUEUE_IRQS_KEEP:
-                del _QUEUE_IRQS[next(iter(_QUEUE_IRQS))]
+        keep(_QUEUE_IRQS, key, got, _QUEUE_IRQS_KEEP)
     return list(got[1])
 
 
@@ -104,7 +98,16 @@ def queue_irqs(snap: Snapshot, ifname: str, kinds: tuple[str, ...] = ("rx", "tx"
 # (4 x 128 queues: 16 walks a tick). The map is held, so its id cannot be reused.
 _QUEUE_IRQS: dict[tuple[int, tuple[str, ...]], tuple[Any, tuple[int, ...]]] = {}
 _QUEUE_IRQS_KEEP = 256
-KEPT_LOCK = threading.Lock()  # the rules' kept answers (this module's and cpu_irq's)
+KEPT_LOCK = threading.Lock()  # the rules' kept answers (this module's, cpu_irq's and nic's)
+
+
+def keep(kept: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Put a rule's answer in its module-level store, dropping the oldest past `limit`
+    entries; under KEPT_LOCK, as a live Watch and a replay may judge at once."""
+    with KEPT_LOCK:
+        kept[key] = value
+        while len(kept) > limit:
+            del kept[next(iter(kept))]
 
 
 def rx_queue_count(snap: Snapshot, ifname: str) -> int:
@@ -133,10 +136,7 @@ def local_cpus(snap: Snapshot, ifname: str) -> tuple[int, ...]:
     if got is not None and got[0] is online and got[1] is t and type(got[2]) is type(node) and got[2] == node:
         return got[3]
     local = _local_cpus(online, t, ifname, node)
-    with KEPT_LOCK:
-        _LOCAL[ifname] = (online, t, node, local)
-        while len(_LOCAL) > _LOCAL_KEEP:
-            del _LOCAL[next(iter(_LOCAL))]
+    keep(_LOCAL, ifname, (online, t, node, local), _LOCAL_KEEP)
     return local
 
 

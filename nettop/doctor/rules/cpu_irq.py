@@ -9,7 +9,7 @@ from typing import Any, Iterator
 from nettop.doctor import thresholds as T
 from nettop.doctor.finding import Finding, Severity
 from nettop.doctor.rules.common import (
-    INTEL, KEPT_LOCK, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, node_of_cpus, pct,
+    INTEL, MLX, RH, SCALING, Context, cpus_text, keep, local_cpus, mask_cpus, nics, node_of_cpus, pct,
     queue_irqs, rate,
 )
 from nettop.model.snapshot import Snapshot
@@ -97,10 +97,7 @@ def _local_set(online: tuple[int, ...], local: tuple[int, ...]) -> tuple[frozens
         return got[2], list(got[3]), got[4]
     as_set = frozenset(local)
     found = (local, online, as_set, tuple(sorted(as_set)), as_set >= set(online))
-    with KEPT_LOCK:
-        _LOCAL_SETS[id(local)] = found
-        while len(_LOCAL_SETS) > _FAR_KEEP:
-            del _LOCAL_SETS[next(iter(_LOCAL_SETS))]
+    keep(_LOCAL_SETS, id(local), found, _FAR_KEEP)
     return as_set, list(found[3]), found[4]
 
 
@@ -125,10 +122,7 @@ def _far_irqs(snap: Snapshot, name: str, local: frozenset[int]) -> list[int]:
         cpus = (aff.effective or aff.affinity) if aff else None
         if cpus and local.isdisjoint(cpus):
             far.append(irq)
-    with KEPT_LOCK:
-        _FAR_IRQS[name] = (irqs, local, affs, tuple(far))
-        while len(_FAR_IRQS) > _FAR_KEEP:
-            del _FAR_IRQS[next(iter(_FAR_IRQS))]
+    keep(_FAR_IRQS, name, (irqs, local, affs, tuple(far)), _FAR_KEEP)
     return far
 
 
@@ -170,10 +164,7 @@ def _far_queues(name: str, queues: tuple[Any, ...], local: frozenset[int],
             far_xps += 1
             xps_fix.append(f"nettop set xps {name} {q.index} {_cpu_text(ordered[q.index % len(ordered)])}")
     found = (far_rps, far_xps, tuple(xps_fix))
-    with KEPT_LOCK:
-        _FAR[name] = (queues, local, found)
-        while len(_FAR) > _FAR_KEEP:
-            del _FAR[next(iter(_FAR))]
+    keep(_FAR, name, (queues, local, found), _FAR_KEEP)
     return found
 
 

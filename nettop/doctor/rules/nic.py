@@ -7,7 +7,7 @@ from typing import Iterator
 from nettop.doctor import thresholds as T
 from nettop.doctor.finding import Finding, Severity
 from nettop.doctor.rules.common import (
-    INTEL, KEPT_LOCK, MLX, RH, SCALING, Context, cpus_text, local_cpus, mask_cpus, nics, pct, queue_irqs, rate,
+    INTEL, MLX, RH, SCALING, Context, cpus_text, keep, local_cpus, mask_cpus, nics, pct, queue_irqs, rate,
     rx_queue_count,
 )
 from nettop.model.snapshot import QueueConfig, QueueIrqs, QueueMap
@@ -184,10 +184,7 @@ def _rx_queue_irqs(name: str, qm: QueueMap | None) -> tuple[list[QueueIrqs], lis
     if got is None or got[0] is not qm:
         queues = tuple(q for q in qm.queues if q.kind in ("rx", "combined") and q.irqs) if qm else ()
         got = (qm, queues, tuple(i for q in queues for i in q.irqs))
-        with KEPT_LOCK:
-            _RX_QUEUES[name] = got
-            while len(_RX_QUEUES) > _UNSTEERED_KEEP:
-                del _RX_QUEUES[next(iter(_RX_QUEUES))]
+        keep(_RX_QUEUES, name, got, _UNSTEERED_KEEP)
     return list(got[1]), list(got[2])
 
 
@@ -207,10 +204,7 @@ def _unsteered_tx_queues(name: str, queues: tuple[QueueConfig, ...]) -> list[Que
     # not a single queue, XPS built in on each, set on none
     found = (tuple(txq) if len(txq) >= 2 and all(q.xps_cpus is not None for q in txq)
              and not any(mask_cpus(q.xps_cpus) for q in txq) else None)
-    with KEPT_LOCK:
-        _UNSTEERED[name] = (queues, found)
-        while len(_UNSTEERED) > _UNSTEERED_KEEP:
-            del _UNSTEERED[next(iter(_UNSTEERED))]
+    keep(_UNSTEERED, name, (queues, found), _UNSTEERED_KEEP)
     return txq if found is not None else None
 
 
