@@ -5,6 +5,8 @@ offline ones."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -85,6 +87,11 @@ def test_the_arrays_give_what_the_per_cpu_path_gives(data, n, elapsed):
     want = R._cpu_rates_each(prev, cur, elapsed, want_p, cpus)
     got_p: list = []
     got = R._cpu_rates_arrays(prev, cur, elapsed, got_p, cpus)
+    if got is not None:  # its columns, read before anything makes its CpuRates, are the dict's
+        names = data.draw(st.lists(st.sampled_from(R._CPU_FIELDS), max_size=4))
+        keys, cols = got.columns(*names)
+        assert got._built is None
+        assert repr((keys, cols)) == repr((list(want), [[getattr(v, f) for v in want.values()] for f in names]))
     if got is None:  # a value beyond int64: the per-CPU path for all (said by columns())
         assert any(columns(m, f) is None for m, f in ((prev.cpu_times, TIMES), (cur.cpu_times, TIMES),
                                                        (prev.softnet, SOFTNET), (cur.softnet, SOFTNET),
@@ -248,6 +255,38 @@ def test_a_big_hosts_cpu_rates_are_built_when_first_read_and_read_as_the_dict(mo
     copy = pickle.loads(pickle.dumps(rates.cpus))
     assert type(copy) is dict and copy == want
     assert built == [1, 1]
+
+
+def test_a_big_hosts_cpu_columns_are_read_without_making_its_cpu_rates(monkeypatch):
+    """GIVEN the rates of 1,024 CPUs, one of them judged (more ticks than the clock
+    allows), one gone (in no file of the later sample) and one left out (online, in no
+    file of either) WHEN the live view's digest
+    and CPU rows read their columns THEN no CpuRates is made, and the columns are those
+    of the dict, in its order; once the dict is made they are read off it."""
+    from nettop.model.timeline import Point
+    from nettop.output.before_after import figures
+    from nettop.tui.model import cpu_rows
+
+    prev = _big(1024, 10.0, 1)
+    cur = _big(1024, 11.0, 2, times={7: CpuTimes(7, 20_047, 3, 40, 1060, 1, 4, 11, 0)})
+    cur = dataclasses.replace(cur, online_cpus=tuple(c for c in cur.online_cpus if c != 1000) + (2000,),
+                              **{t: {c: v for c, v in getattr(cur, t).items() if c != 1000}
+                                 for t in ("cpu_times", "softirqs", "softnet")})
+    built: list[int] = []
+    build = R._build_cpu_rates
+    monkeypatch.setattr(R, "_build_cpu_rates", lambda *parts: built.append(1) or build(*parts))
+    rates = R.compute_rates(prev, cur)
+    names = R._CPU_FIELDS
+    keys, cols = rates.cpus.columns(*names)
+    digest, rows = figures(cur, rates), cpu_rows(Point(cur, rates))
+    assert built == []
+    want = dict(rates.cpus)
+    assert built == [1] and len(rates.problems) == 1 and "cpu7" in str(rates.problems[0])
+    assert want[1000].presence is R.Presence.GONE and 2000 not in want and len(rows) == 1023
+    assert repr((keys, cols)) == repr((list(want), [[getattr(v, f) for v in want.values()] for f in names]))
+    assert repr(rates.cpus.columns("softirq_pct", "cpu")) == repr(R.rate_columns(want, "softirq_pct", "cpu"))
+    assert repr(digest) == repr(figures(cur, rates)) and rows == cpu_rows(Point(cur, rates))
+    assert built == [1]
 
 
 def test_the_cpu_set_kept_from_tick_to_tick_follows_the_online_cpus():

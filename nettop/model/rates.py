@@ -14,6 +14,7 @@ wall clock allows) is listed in `Rates.problems`, which the JSON and the reports
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import operator
@@ -306,7 +307,7 @@ def _cpu_rates_arrays(prev: Snapshot, cur: Snapshot, elapsed: float, problems: l
         assert one is not None  # only a CPU in none of the three is left out
         judged[i] = one
     return RatesTable(_build_cpu_rates, cpus, codes, pct, both_t, s_per_s, both_s, n_per_s, both_n, reset,
-                      cur.softnet, judged)
+                      cur.softnet, judged, columns=_cpu_rate_columns)
 
 
 class RatesTable(Mapping[K, V]):
@@ -319,13 +320,31 @@ class RatesTable(Mapping[K, V]):
     the dict the first time anything is asked of it; from then on it reads as that dict
     (equal to it, pickled as it)."""
 
-    __slots__ = ("_build", "_parts", "_built", "_lock")
+    __slots__ = ("_build", "_parts", "_built", "_lock", "_columns")
 
-    def __init__(self, build: Callable[..., dict[K, V]], *parts: Any) -> None:
+    def __init__(self, build: Callable[..., dict[K, V]], *parts: Any,
+                 columns: Callable[..., tuple[list[K], list[list[Any]]]] | None = None) -> None:
         self._build: Callable[..., dict[K, V]] | None = build
         self._parts: tuple[Any, ...] | None = parts
         self._built: dict[K, V] | None = None
         self._lock = threading.Lock()
+        # (names, *parts) -> what `columns` gives, from the arrays; None: made from the dict
+        self._columns = columns
+
+    def columns(self, *names: str) -> tuple[list[K], list[list[Any]]]:
+        """The keys, and for each of `names` that field of every value, in the dict's
+        order: `[getattr(v, name) for v in self.values()]`, the same objects and floats.
+        While the dict is not made, from the arrays, without making it: the live view's
+        heatmap and its before/after digest read a few fields of every CPU each tick, and
+        at 256 and 1,024 CPUs making the CpuRates cost more than the rest of their tick's
+        rates."""
+        with self._lock:
+            built, parts = self._built, self._parts
+        if built is None and parts is not None and self._columns is not None:
+            return self._columns(names, *parts)
+        got = self._dict()
+        values = list(got.values())
+        return list(got), [[getattr(v, name) for v in values] for name in names]
 
     def _dict(self) -> dict[K, V]:
         got = self._built
@@ -378,33 +397,81 @@ class RatesTable(Mapping[K, V]):
         return (dict, (self._dict(),))
 
 
-def _build_cpu_rates(cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s: Any, both_s: Any,
-                     n_per_s: Any, both_n: Any, reset: Any, softnet: Mapping[int, Any],
-                     judged: dict[int, CpuRates | None]) -> dict[int, CpuRates]:
-    """The CpuRates of `_cpu_rates_arrays`' `RatesTable`: a CpuRates per CPU from the arrays, then the
-    judged CPUs' own in their place (or left out)."""
-    presence = list(map(_PRESENCE.__getitem__, codes.tolist()))
+def _build_cpu_rates(*parts: Any) -> dict[int, CpuRates]:
+    """The CpuRates of `_cpu_rates_arrays`' `RatesTable` (`parts` are its arrays): a
+    CpuRates per CPU from the arrays' columns, the judged CPUs' own values in their place
+    (or left out)."""
+    keys, cols = _cpu_rate_columns(_CPU_FIELDS, *parts)
+    return dict(zip(keys, map(CpuRates, *cols)))
 
-    def col(values: Any, present: Any) -> list[float | None]:
+
+# where each CpuRates field comes from in `_build_cpu_rates`: its place among the
+# positional arguments cpu, presence, the _TIME_PCT shares, SOFTIRQS, SOFTNET, backlog, reset
+_CPU_FIELDS = tuple(f.name for f in dataclasses.fields(CpuRates))
+assert len(_CPU_FIELDS) == 2 + len(_TIME_PCT) + len(SOFTIRQS) + len(SOFTNET) + 2
+
+
+def _cpu_rate_columns(names: tuple[str, ...], cpus: list[int], codes: Any, pct: Any, both_t: Any, s_per_s: Any,
+                      both_s: Any, n_per_s: Any, both_n: Any, reset: Any, softnet: Mapping[int, Any],
+                      judged: dict[int, CpuRates | None]) -> tuple[list[int], list[list[Any]]]:
+    """`RatesTable.columns` of `_cpu_rates_arrays`' table, from its arrays (and so the
+    fields `_build_cpu_rates` makes its CpuRates of): each field's column for every CPU
+    (`.tolist()` of its array slice, None where the CPU lacks the figure), then the
+    judged CPUs' own values in their place and the CPUs left out dropped."""
+    n_pct, n_soft = len(_TIME_PCT), len(SOFTIRQS)
+
+    def col(values: Any, present: Any) -> list[Any]:
         got = values.tolist()
         if present.all():
             return got
         return [v if p else None for v, p in zip(got, present.tolist())]
 
-    pcts = [col(pct[:, i], both_t) for i in range(len(_TIME_PCT))]
-    softirqs = [col(s_per_s[:, i], both_s) for i in range(len(SOFTIRQS))]
-    softnets = [col(n_per_s[:, i], both_n) for i in range(len(SOFTNET))]
-    if type(softnet) is CpuTable:  # the backlog column, without making each CPU's row
-        backlog = list(map(dict(zip(softnet.cpus, softnet.column("backlog"))).get, cpus))
-    else:
-        backlog = [None if r is None else r.backlog for r in map(softnet.get, cpus)]
-    out = dict(zip(cpus, map(CpuRates, cpus, presence, *pcts, *softirqs, *softnets, backlog, reset.tolist())))
-    for i, one in judged.items():
-        if one is None:
-            del out[cpus[i]]
-        else:
-            out[cpus[i]] = one
-    return out
+    def base(name: str) -> list[Any]:
+        if name not in _CPU_FIELDS:
+            raise AttributeError(f"CpuRates has no field {name!r}")
+        at = _CPU_FIELDS.index(name)
+        if at == 0:
+            return list(cpus)
+        if at == 1:
+            return list(map(_PRESENCE.__getitem__, codes.tolist()))
+        at -= 2
+        if at < n_pct:
+            return col(pct[:, at], both_t)
+        at -= n_pct
+        if at < n_soft:
+            return col(s_per_s[:, at], both_s)
+        at -= n_soft
+        if at < len(SOFTNET):
+            return col(n_per_s[:, at], both_n)
+        if name == "backlog":
+            if type(softnet) is CpuTable:
+                return list(map(dict(zip(softnet.cpus, softnet.column("backlog"))).get, cpus))
+            return [None if r is None else r.backlog for r in map(softnet.get, cpus)]
+        return reset.tolist()
+
+    keys = list(cpus)
+    cols = [base(name) for name in names]
+    if judged:
+        for i, one in judged.items():
+            if one is not None:
+                for c, name in zip(cols, names):
+                    c[i] = getattr(one, name)
+        left_out = {i for i, one in judged.items() if one is None}
+        if left_out:
+            keep = [i not in left_out for i in range(len(keys))]
+            keys = list(itertools.compress(keys, keep))
+            cols = [list(itertools.compress(c, keep)) for c in cols]
+    return keys, cols
+
+
+def rate_columns(rates: Mapping[K, Any], *names: str) -> tuple[list[K], list[list[Any]]]:
+    """The keys of `rates` and, for each of `names`, that field of each value in the same
+    order: a `RatesTable`'s own `columns` (without making its objects), else read off the
+    dict (a recording's rates, a small host's per-CPU path)."""
+    if type(rates) is RatesTable:
+        return rates.columns(*names)
+    values = list(rates.values())
+    return list(rates), [[getattr(v, name) for v in values] for name in names]
 
 
 def _counter(what: str, x: int, y: int, elapsed: float,

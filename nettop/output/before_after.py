@@ -14,7 +14,7 @@ from array import array
 from dataclasses import dataclass, fields
 from typing import Iterable, Iterator, Sequence
 
-from nettop.model.rates import Rates
+from nettop.model.rates import Rates, rate_columns
 from nettop.model.snapshot import Snapshot
 
 WINDOW_S = 60.0  # default seconds on each side
@@ -49,12 +49,17 @@ def figures(snap: Snapshot, rates: Rates) -> Figures:
     rx = sum(r.rx_bytes_per_s or 0.0 for r in links.values())
     tx = sum(r.tx_bytes_per_s or 0.0 for r in links.values())
     busiest = max(links, key=lambda n: (links[n].rx_bytes_per_s or 0) + (links[n].tx_bytes_per_s or 0), default="")
-    soft = [(c.softirq_pct or 0.0, c.cpu) for c in rates.cpus.values() if c.softirq_pct is not None]
+    # a few fields of every CPU, as columns: the live view makes this digest every tick,
+    # and at 256+ CPUs making each CPU's CpuRates to read three of them cost more than
+    # the rest of the tick's rates (model/rates.py, RatesTable.columns)
+    _, (cpu, pct, dropped, squeezed) = rate_columns(rates.cpus, "cpu", "softirq_pct", "softnet_dropped_per_s",
+                                                    "time_squeeze_per_s")
+    soft = [(p or 0.0, c) for p, c in zip(pct, cpu) if p is not None]
     top = max(soft, default=(0.0, None))
-    drops = sum(c.softnet_dropped_per_s or 0.0 for c in rates.cpus.values())
+    drops = sum(d or 0.0 for d in dropped)
     drops += sum((r.rx_dropped_per_s or 0.0) + (r.tx_dropped_per_s or 0.0) for r in links.values())
     drops += sum(q.drops_per_s or 0.0 for qs in rates.qdiscs.values() for q in qs if q.parent == "root")
-    squeeze = sum(c.time_squeeze_per_s or 0.0 for c in rates.cpus.values())
+    squeeze = sum(q or 0.0 for q in squeezed)
     rtts = [s.rtt_max_ms for s in snap.latency.values() if s.rtt_max_ms is not None]
     losses = [s.loss_pct for s in snap.latency.values() if s.loss_pct is not None]
     nic_irqs = {i for name, m in snap.queue_maps.items() if name in links for q in m.queues for i in q.irqs}

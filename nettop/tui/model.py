@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Sequence
 
-from nettop.model.rates import Presence, Rates
+from nettop.model.rates import Presence, Rates, rate_columns
 from nettop.model.snapshot import QueueIrqs, Snapshot, setting_age
 from nettop.output.device_doc import QueueJoin, QueueJoiner, qdisc_doc, rounded
 from nettop.model.history import ChartHistory
@@ -210,14 +210,16 @@ def queue_refs(point: Point, ifnames: Sequence[str]) -> list[QueueRef]:
 def cpu_rows(point: Point) -> list[CpuRow]:
     if point.rates is None:
         return [CpuRow(c, None, None, None, None, None, None, None) for c in point.snapshot.online_cpus]
-    cpus = point.rates.cpus
+    # the fields as columns: at 1,024 CPUs a tick's CpuRates are never made (RatesTable.columns)
+    keys, (cpu, presence, *figures) = rate_columns(
+        point.rates.cpus, "cpu", "presence", "softirq_pct", "irq_pct", "net_rx_per_s", "net_tx_per_s",
+        "softnet_dropped_per_s", "time_squeeze_per_s", "received_rps_per_s")
     gone, offline = Presence.GONE, Presence.OFFLINE  # members compared, not their values: 1,024 rows a tick
-    return [
-        CpuRow(c.cpu, c.softirq_pct, c.irq_pct, c.net_rx_per_s, c.net_tx_per_s,
-               c.softnet_dropped_per_s, c.time_squeeze_per_s, c.received_rps_per_s,
-               c.presence is offline)
-        for c in (cpus[k] for k in sorted(cpus)) if c.presence is not gone
-    ]
+    rows = list(map(CpuRow, cpu, *figures, [p is offline for p in presence]))
+    if any(a > b for a, b in zip(keys, keys[1:])):  # in CPU order, as the dict almost always is
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        rows, presence = [rows[i] for i in order], [presence[i] for i in order]
+    return [row for row, p in zip(rows, presence) if p is not gone]
 
 
 def qdisc_rows(point: Point, ifnames: Sequence[str]) -> list[QdiscRow]:
