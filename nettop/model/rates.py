@@ -342,9 +342,7 @@ class RatesTable(Mapping[K, V]):
             built, parts = self._built, self._parts
         if built is None and parts is not None and self._columns is not None:
             return self._columns(names, *parts)
-        got = self._dict()
-        values = list(got.values())
-        return list(got), [[getattr(v, name) for v in values] for name in names]
+        return _dict_columns(self._dict(), names)
 
     def _dict(self) -> dict[K, V]:
         got = self._built
@@ -470,6 +468,11 @@ def rate_columns(rates: Mapping[K, Any], *names: str) -> tuple[list[K], list[lis
     dict (a recording's rates, a small host's per-CPU path)."""
     if type(rates) is RatesTable:
         return rates.columns(*names)
+    return _dict_columns(rates, names)
+
+
+def _dict_columns(rates: Mapping[K, Any], names: tuple[str, ...]) -> tuple[list[K], list[list[Any]]]:
+    """`columns` read off a made mapping: its keys, and each named field of its values."""
     values = list(rates.values())
     return list(rates), [[getattr(v, name) for v in values] for name in names]
 
