@@ -749,6 +749,9 @@ def test_held_files_rewritten_in_place_give_each_tick_the_files_counts_and_sums(
             assert table is not None
             assert {i: list(table.irqs[i].counts) for i in followed} == rows
             assert {i: table.irqs[i].total for i in followed} == {i: sum(r) for i, r in rows.items()}
+            # the matrix's row sums, which the recorder takes as they are, are the same sums
+            m = table.irqs.matrix
+            assert m.sums == m.values.sum(axis=1, dtype="u8").tolist() == [table.irqs[i].total for i in m.irqs]
     finally:
         reader.close()
 
@@ -776,3 +779,31 @@ def test_the_readers_tables_name_their_matrix_as_a_walk_of_their_irqs_finds_it(t
                 firing.step(k + 1)
     finally:
         reader.close()
+
+
+@pytest.mark.parametrize("offline", [(), (5,)])
+def test_a_snapshots_counted_irqs_carry_the_matrix_a_walk_of_them_finds(tmp_path, offline):
+    """The snapshot holds only the counted IRQs (a new mapping, not the reader's Named
+    view): it still names their matrix, with its row sums, so the rates, the doctor and
+    the recorder do not walk ~520 IRQs a tick to find it; a copy of it is a plain dict."""
+    import copy
+    import pickle
+
+    from nettop.model import counts
+    from nettop.model.snapshot import InterruptTable
+
+    kw = dict(cpus=16, irqs=60, queues=8, offline=offline)
+    tree = generate_tree(tmp_path / "t", step=0, **kw)
+    with HostReader(SysRoot(str(tree))) as r:
+        for step in (1, 2):
+            generate_tree(tree, step=step, **kw)
+            snap = r.read()
+            irqs = snap.interrupts.irqs
+            assert snap.irq_source == SOURCE and isinstance(irqs, counts.MatrixIrqs)
+            walked = counts._table_matrix(InterruptTable(snap.interrupts.cpus, dict(irqs)))
+            assert walked is not None and counts._table_matrix(snap.interrupts) is walked is irqs.matrix
+            assert walked.values.shape == (len(irqs), len(snap.interrupts.cpus))
+            assert walked.sums == [x.total for x in irqs.values()] == \
+                walked.values.sum(axis=1, dtype="u8").tolist()
+            for other in (irqs.copy(), copy.copy(irqs), pickle.loads(pickle.dumps(irqs))):
+                assert type(other) is dict and other == irqs

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterable, Iterator, KeysView, Mapping, Sequenc
 
 from nettop.collectors.cpus import parse_cpu_list
 from nettop.collectors.rows import build
-from nettop.model.counts import DTYPE, CountMatrix, CountRow, numpy
+from nettop.model.counts import DTYPE, CountMatrix, CountRow, MatrixIrqs, numpy
 from nettop.model.snapshot import InterruptTable, Irq
 from nettop.kernel.held_files import close_all, fd_budget
 from nettop.kernel.sysroot import SysRoot
@@ -591,14 +591,15 @@ class SysfsIrqReader:
             self._counted_bare = None  # as for a row that took the slow path
         if self._counted_bare is not self._bare or cols != self._cols:
             # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
-            matrix = CountMatrix(rows, m.copy() if cols is None else m[:, cols])
-            totals = (sums if cols is None else matrix.values.sum(axis=1, dtype=np.uint64)).tolist()
+            values = m.copy() if cols is None else m[:, cols]
+            totals = (sums if cols is None else values.sum(axis=1, dtype=np.uint64)).tolist()
+            matrix = CountMatrix(rows, values, totals)
             infos = list(map(self._bare.__getitem__, rows))
             # Irq(irq, chip, hwirq, name, CountRow(matrix, i), totals[i]) for each row
-            counted = dict(zip(rows, build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos],
-                                           [x.name for x in infos],
-                                           list(map(CountRow, itertools.repeat(matrix), range(len(rows)))),
-                                           totals)))
+            counted = MatrixIrqs(zip(rows, build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos],
+                                                 [x.name for x in infos],
+                                                 list(map(CountRow, itertools.repeat(matrix), range(len(rows)))),
+                                                 totals)), matrix)
             self._cols, self._counted_bare, self._matrix = cols, self._bare, matrix
         else:  # no count moved: the last tick's matrix and Irqs, as a quiet host has
             counted = self.counted

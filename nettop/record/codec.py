@@ -269,7 +269,7 @@ class IntParts(list):
             self.kept[key] = hit  # type: ignore[index]
         m = counts.matrix
         if self.sums is None or self.sums[0] is not m:
-            self.sums = (m, m.values.sum(axis=1, dtype="u8").tolist())
+            self.sums = (m, m.row_sums())
         assert isinstance(obj.total, int)  # the caller's test (_enc_other)
         self.append(obj.total - self.sums[1][counts.i])
         return piece
@@ -309,7 +309,7 @@ class IntParts(list):
             self.kept[_IRQ_TABLE] = (nums, names, width, pieces)  # type: ignore[index]
             return pieces
         if self.sums is None or self.sums[0] is not m:
-            self.sums = (m, m.values.sum(axis=1, dtype="u8").tolist())
+            self.sums = (m, m.row_sums())
         at = list(map(_ROW, counts))
         diffs = list(map(operator.sub, totals, map(self.sums[1].__getitem__, at)))
         start = len(self)
