@@ -720,6 +720,103 @@ def test_a_setting_read_again_alike_has_the_same_skeleton_object():
     assert codec.same_tree(skeleton(aff), skeleton(dataclasses.replace(aff, read_at=2.0)))
 
 
+_ODD = st.sampled_from([1, True, 0, False, None, 1.0, -0.0, 0.0, 2 ** 70, "", "f"])
+_CPUS = st.one_of(st.none(), st.lists(st.sampled_from([1, True, 2]), max_size=10).map(tuple))
+_FIELDS = st.tuples(st.integers(0, 2), _ODD, _ODD, _CPUS)
+
+
+def _setting(kind: int, a: object, b: object, cpus: object, read_at: object) -> object:
+    from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
+
+    if kind == 0:
+        return QueueConfig("rx", a, b, 7, None, "0", read_at)
+    if kind == 1:
+        return BqlState(a, b, 20, 0, 3, read_at)
+    return IrqAffinity(40, cpus, (1,), None, a, b, read_at)
+
+
+def _read_again_alike(seen: dict, value: tuple) -> dict:
+    """Encode `value` through IntParts (with `seen`) and plainly: the same skeleton, ints
+    (of the same types) and floats. The next sample's `seen`."""
+    ints: list = []
+    floats: list = []
+    want = [codec._enc(v, ints, floats) for v in value]
+    parts = codec.IntParts(seen)
+    got_floats: list = []
+    got = [codec._enc(v, parts, got_floats) for v in value]
+    assert codec.skeleton_text(got) == codec.skeleton_text(want)
+    assert (list(parts), got_floats) == (ints, floats)
+    assert list(map(type, parts)) == list(map(type, ints))  # 1 stays 1, True stays True
+    assert list(map(str, got_floats)) == list(map(str, floats))  # -0.0 stays -0.0
+    return parts.kept
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.lists(_FIELDS, min_size=1, max_size=5), st.data())
+def test_a_setting_read_again_as_it_was_encodes_as_the_walk_gives_it(first, data):
+    """The rotation's settings read again, tick after tick: new objects whose fields are
+    last time's, or last time's with one field of another type or sign (1 and True, 0.0
+    and -0.0, a float in an int field, True among a tuple's CPUs), or new ones, with a
+    read_at a float or not. Those found by their fields (IntParts.again) give exactly
+    the walk's skeleton, ints and floats."""
+    fields = list(first)
+    seen: dict = {}
+    for tick in range(data.draw(st.integers(2, 6))):
+        read_at = data.draw(st.sampled_from([float(tick), None, tick, -0.0]))
+        seen = _read_again_alike(seen, tuple(_setting(*f, read_at) for f in fields))
+        for k in range(len(fields)):
+            how = data.draw(st.sampled_from(["same", "same", "a", "b", "cpus", "new"]))
+            kind, a, b, cpus = fields[k]
+            if how == "new":
+                fields[k] = data.draw(_FIELDS)
+            elif how != "same":
+                odd = data.draw(_CPUS if how == "cpus" else _ODD)
+                fields[k] = (kind, odd if how == "a" else a, odd if how == "b" else b, odd if how == "cpus" else cpus)
+
+
+@pytest.mark.parametrize("pair", [(1, True), (True, 1), (0, False), (0, 0.0), (0.0, -0.0), (1, 1.0)])
+def test_a_setting_read_again_with_an_equal_field_of_another_type_is_walked(pair):
+    """Equal is not alike: 1 and True, 0.0 and -0.0 compare equal but are stored apart."""
+    from nettop.model.snapshot import BqlState, IrqAffinity, QueueConfig
+
+    x, y = pair
+    for make in (lambda v, t: QueueConfig("rx", v, "f", 7, None, "0", t),
+                 lambda v, t: BqlState(3, v, 20, 0, 3, t),
+                 lambda v, t: IrqAffinity(40, (2, v), (1,), None, 0, None, t),
+                 lambda v, t: IrqAffinity(40, (2,), (1,), None, v, None, t)):
+        seen: dict = {}
+        for t, v in ((1.0, x), (2.0, x), (3.0, y), (4.0, x)):
+            seen = _read_again_alike(seen, (make(v, t),))
+
+
+def test_a_setting_read_again_unchanged_is_not_walked_again(monkeypatch):
+    """Read again with the same fields (a new object, a new read_at), a setting takes the
+    skeleton and ints of the last one found by those fields; one whose fields changed,
+    or whose read_at is not a float, is walked."""
+    from nettop.model.snapshot import IrqAffinity, QueueConfig
+
+    walked: list = []
+    walk = codec._enc_items
+    monkeypatch.setattr(codec, "_enc_items", lambda values, ints, floats: walked.append(values) or walk(values, ints, floats))
+    seen: dict = {}
+    q = QueueConfig("rx", 3, "ff", 5, None, "0", 1.0)
+    a = IrqAffinity(40, tuple(range(16)), (3,), None, 0, False, 1.0)
+    for value, want in (((q, a), 2), ((dataclasses.replace(q, read_at=2.0), dataclasses.replace(a, read_at=2.0)), 0),
+                        ((dataclasses.replace(q, rps_cpus="f", read_at=3.0), dataclasses.replace(a, read_at=None)), 2),
+                        ((dataclasses.replace(q, rps_cpus="f", read_at=4.0), dataclasses.replace(a, read_at=4.0)), 0)):
+        ints: list = []
+        floats: list = []
+        plain = [codec._enc(v, ints, floats) for v in value]
+        walked.clear()
+        parts = codec.IntParts(seen)
+        got_floats: list = []
+        got = [parts.remembered(v, got_floats) for v in value]
+        assert codec.skeleton_text(got) == codec.skeleton_text(plain)
+        assert (list(parts), got_floats) == (ints, floats)
+        assert sum(type(v) is tuple and len(v) in (6, 7) for v in walked) == want  # the settings' own field walks
+        seen = parts.kept
+
+
 @pytest.mark.parametrize("odd", [None, True, 2.0, "x", 2 ** 70, -(2 ** 64)])
 def test_a_mapping_of_plain_ints_is_taken_in_one_step_as_the_walk_gives_it(odd):
     """A mapping whose values are all plain ints (the CPUs' NUMA nodes) is taken in one

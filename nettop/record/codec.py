@@ -63,6 +63,8 @@ _STR_OR_NONE = {str, type(None)}
 _HELD, _HIT_PIECE, _HIT_INTS, _HIT_FLOATS = (operator.itemgetter(i) for i in range(4))  # IntParts.kept's
 _MISS = (None, None, (), ())  # IntParts.settings' entry for an object not seen last sample: held by nobody
 _IRQ_TABLE = "irq-table"  # IntParts.seen's key of the last IRQ table's heads and skeletons
+_READ_AGAIN = "read-again"  # IntParts.seen's key of `IntParts.again`'s memo, carried sample to sample
+_READ_AGAIN_MAX = 8192  # entries: a few per queue and IRQ of the biggest hosts; cleared when full
 _NAMES: dict[type, str] = {c: n for n, c in CLASSES.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
     c: tuple(f.name for f in dataclasses.fields(c)) for c in CLASSES.values() if dataclasses.is_dataclass(c)
@@ -179,7 +181,7 @@ class IntParts(list):
     into Python ints and back into an array cost the recorder ~25 ms a sample, and the
     per-CPU tables' ~21,000 a further ~0.8 ms."""
 
-    __slots__ = ("rows", "seen", "kept", "sums")
+    __slots__ = ("rows", "seen", "kept", "sums", "again")
 
     def __init__(self, seen: dict[int, tuple] | None = None) -> None:
         super().__init__()
@@ -187,6 +189,11 @@ class IntParts(list):
         self.seen = seen or {}  # id -> (object, skeleton, ints, floats) of the last sample
         self.kept: dict[int, tuple] = {}  # the same, of this sample: the next one's `seen`
         self.sums: tuple[Any, list[int]] | None = None  # (a count matrix, its row sums): `irq`
+        # (type, fields but read_at, their types) -> (skeleton, ints) of a setting read
+        # again (`again`); the same dict from sample to sample, under _READ_AGAIN
+        again = self.seen.get(_READ_AGAIN)  # type: ignore[call-overload]
+        self.again: dict[tuple, tuple] = again if again is not None else {}
+        self.kept[_READ_AGAIN] = self.again  # type: ignore[index]
 
     def remembered(self, obj: Any, floats: list[float]) -> Any:
         """`_enc` of a setting object (_REMEMBERED), or a tuple of more than 8 values, that
@@ -199,13 +206,26 @@ class IntParts(list):
             self.extend(hit[2])
             floats.extend(hit[3])
         else:
-            n_ints, n_floats, n_rows = len(self), len(floats), len(self.rows)
             t = type(obj)
+            key = _again_key(obj) if t in _HEADS else None
+            got = self.again.get(key) if key is not None else None
+            if got is not None:  # read again, and as it was: only its read_at is new
+                piece, ints = got
+                self.extend(ints)
+                floats.append(obj.read_at)
+                hit = (obj, piece, ints, (obj.read_at,))
+                self.kept[id(obj)] = hit
+                return piece
+            n_ints, n_floats, n_rows = len(self), len(floats), len(self.rows)
             piece = (_enc_items(obj, self, floats) if t is tuple
                      else _setting_skeleton(_NAMES[t], _enc_items(_GETTERS[t](obj), self, floats)))
             if len(self.rows) != n_rows:  # holds a count row: not kept (none of _REMEMBERED does)
                 return piece
             hit = (obj, piece, tuple(self[n_ints:]), tuple(floats[n_floats:]))
+            if key is not None and len(hit[3]) == 1:  # its one float is read_at (`_again_key`)
+                if len(self.again) >= _READ_AGAIN_MAX:
+                    self.again.clear()
+                self.again[key] = (piece, hit[2])
         self.kept[id(obj)] = hit
         return hit[1]
 
@@ -393,6 +413,34 @@ class IntParts(list):
 # Settings the collectors keep as the same object from tick to tick until they read
 # them again (settings_rotation, queue IRQs): IntParts.remembered.
 _REMEMBERED = frozenset((S.QueueConfig, S.BqlState, S.IrqAffinity, S.QueueIrqs, S.QueueMap))
+
+
+# The fields before `read_at` of the settings the rotation reads again (settings_rotation):
+# IntParts.remembered finds one read again unchanged by them (`_again_key`).
+_HEADS: dict[type, Callable[[Any], tuple]] = {
+    cls: operator.attrgetter(*_FIELDS[cls][:-1]) for cls in (S.QueueConfig, S.BqlState, S.IrqAffinity)}
+_PLAIN = frozenset((int, str, bool, type(None)))  # field types whose equal values encode alike
+_INTS = frozenset((int,))
+
+
+def _again_key(obj: Any) -> tuple | None:
+    """The key under which a setting read again encodes as one read before with the same
+    key, but for its `read_at` (the rotation re-reads ~250 files a tick at 1,024 CPUs,
+    each a new object of last time's fields: ~100 walks of their fields a sample).
+    None when it may not: `read_at` not a float, or a field whose equal values may
+    encode otherwise (a float: 0.0 and -0.0; a tuple not all plain ints: 1 and True).
+    Its fields' types are part of the key, so 1 and True are two keys."""
+    if type(obj.read_at) is not float:
+        return None
+    head = _HEADS[type(obj)](obj)
+    kinds = tuple(map(type, head))
+    for k, v in zip(kinds, head):
+        if k is tuple:
+            if v and set(map(type, v)) != _INTS:
+                return None
+        elif k not in _PLAIN:
+            return None
+    return (type(obj), head, kinds)
 
 
 def split_parts(snap: S.Snapshot, seen: dict[int, tuple] | None = None) -> tuple[Any, IntParts, list[float]]:
