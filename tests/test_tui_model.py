@@ -7,6 +7,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nettop.model.rates import compute_rates
 from nettop.output.snapshot_json import build_document
@@ -324,3 +326,87 @@ def test_a_queues_settings_age_is_its_oldest_settings():
     ages = {r.key: r.settings_age for r in model.queue_rows(t.append(b), ["eth0"])}
     assert ages.pop("eth0/rx/1") == 7.0 and ages.pop("eth0/tx/0") == 5.0
     assert set(ages.values()) == {0.0}
+
+
+def _renamed(snap, old: str, new: str):
+    """`snap` with interface `old` called `new` (a long name: labels up to the column's cap)."""
+    import dataclasses
+
+    def keyed(d, fix=lambda v: v):
+        return {(new if k == old else k): (fix(v) if k == old else v) for k, v in d.items()}
+
+    return dataclasses.replace(
+        snap, links=keyed(snap.links, lambda v: dataclasses.replace(v, name=new)),
+        devices=keyed(snap.devices, lambda v: dataclasses.replace(v, ifname=new)),
+        queue_maps=keyed(snap.queue_maps, lambda v: dataclasses.replace(v, ifname=new)),
+        queue_stats=keyed(snap.queue_stats, lambda v: dataclasses.replace(v, ifname=new)),
+        qdiscs=keyed(snap.qdiscs))
+
+
+_AGES = [None, 0.0, 0.04, 0.2, 0.9996, 1.0, 9.4, 9.5, 9.6, 99.4, 99.5, 99.6, 1000.5, 12345.0]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, database=None)
+@given(st.integers(1, 12), st.sampled_from(["veth1", "vethlongername0", "avery-long-interface.9"]), st.data())
+def test_label_columns_widen_as_every_rows_label_would_have_them(queues, name, data):
+    """The queue and BQL tables' label columns grow to the widest label of all their rows
+    (marks of the settings' ages included, at most 24): measured on the rows that can
+    be wider than the column now (`queue_label_width`, `bql_label_width`), they grow as
+    measuring every row's label does, whatever the ages, the names and the column's
+    width now."""
+    import dataclasses
+
+    from nettop.tui.tables import label_width
+
+    a, b = (_renamed(synthetic(i, queues=queues, veths=2), "veth1", name) for i in (3, 4))
+    now = b.t_mono
+
+    def at(_: object) -> float | None:
+        age = data.draw(st.sampled_from(_AGES))
+        return None if age is None else now - age
+
+    devices = {n: dataclasses.replace(d, queues=tuple(dataclasses.replace(q, read_at=at(q)) for q in d.queues),
+                                      bql=tuple(dataclasses.replace(x, read_at=at(x)) for x in d.bql))
+               for n, d in b.devices.items()}
+    aff = {i: dataclasses.replace(x, read_at=at(x)) for i, x in b.irq_affinity.items()}
+    b = dataclasses.replace(b, devices=devices, irq_affinity=aff)
+    t = Timeline()
+    t.append(a)
+    point = t.append(b)
+    names = model.shown_interfaces(b, None)
+    refs = model.queue_refs(point, names)
+    brows = model.bql_rows(b, names)
+    assert refs and {r.ifname for r in refs} >= {name, "eth0"}
+    every_q = label_width((r.shown_label for r in refs), 10)
+    every_b = label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14)
+    for width in (10, 14, 15, 17, 18, 19, 20, 24, every_q - 1, every_q, every_b - 1):
+        assert max(width, model.queue_label_width(refs, 10, width)) == max(width, every_q), width
+        assert max(width, model.bql_label_width(brows, 14, width)) == max(width, every_b), width
+
+
+@pytest.mark.parametrize("old", ["queue", "bql", "affinity"])
+def test_one_old_setting_of_any_kind_widens_the_queue_column(old):
+    """Every setting fresh but one, 1,000 s old (a queue config, a BQL state or an IRQ's
+    affinity): its queue's label carries " ~1000s" and the column grows to it."""
+    import dataclasses
+
+    from nettop.tui.tables import label_width
+
+    a, b = synthetic(3, queues=4), synthetic(4, queues=4)
+    now = b.t_mono
+    dev = b.devices["eth0"]
+    fresh = {"queues": tuple(dataclasses.replace(q, read_at=now) for q in dev.queues),
+             "bql": tuple(dataclasses.replace(x, read_at=now) for x in dev.bql)}
+    aff = {i: dataclasses.replace(x, read_at=now) for i, x in b.irq_affinity.items()}
+    if old == "queue":
+        fresh["queues"] = (dataclasses.replace(fresh["queues"][0], read_at=now - 1000.0), *fresh["queues"][1:])
+    elif old == "bql":
+        fresh["bql"] = (dataclasses.replace(fresh["bql"][0], read_at=now - 1000.0), *fresh["bql"][1:])
+    else:
+        aff[min(aff)] = dataclasses.replace(aff[min(aff)], read_at=now - 1000.0)
+    b = dataclasses.replace(b, devices={**b.devices, "eth0": dataclasses.replace(dev, **fresh)}, irq_affinity=aff)
+    t = Timeline()
+    t.append(a)
+    refs = model.queue_refs(t.append(b), ["eth0"])
+    every = label_width((r.shown_label for r in refs), 10)
+    assert every == len("eth0 rx-0 ~1000s") and model.queue_label_width(refs, 10, 10) == every

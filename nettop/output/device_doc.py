@@ -9,11 +9,16 @@ are part of the JSON schema (docs/snapshot-json.md): they only ever get added to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain
+from typing import Any, Iterable
 
 from nettop.collectors.cpus import format_cpu_list
 from nettop.model.rates import QdiscRates, Rates
 from nettop.model.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot, setting_age
+
+
+def _not_none(x: object) -> bool:
+    return x is not None
 
 
 def rounded(x: float | None, nd: int = 3) -> float | None:
@@ -123,6 +128,15 @@ class QueueJoiner:
             if b is not None and b.read_at is not None and (oldest is None or b.read_at < oldest):
                 oldest = b.read_at
         return rounded(setting_age(self.now, oldest))  # type: ignore[return-value]
+
+    def oldest_read(self, queues: Iterable[QueueIrqs]) -> float | None:
+        """The earliest `read_at` of any setting `settings_age` looks at for `queues` (and
+        of the interface's other queue settings): no queue of them is older than that."""
+        aff_of = self.aff_of
+        ats = [c.read_at for c in self.cfg.values()]
+        ats += [b.read_at for b in self.bql.values()]
+        ats += [a.read_at for a in map(aff_of.get, chain.from_iterable(q.irqs for q in queues)) if a]
+        return min(filter(_not_none, ats), default=None)
 
     def effective(self, q: QueueIrqs) -> list[int] | None:
         """The CPUs the queue's IRQs are served on (`QueueJoin.union("effective")`)."""

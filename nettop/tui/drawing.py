@@ -308,8 +308,8 @@ class DrawingMixin(_AppBase):
         # every queue is sorted, but only the rows drawn are joined and get a trend
         table = self._one(QueueTable)
         refs = model.queue_refs(point, names)
+        table.widen("queue", model.queue_label_width(refs, 10, table.width_of("queue")))  # before the sort
         refs.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
-        table.widen("queue", label_width((r.shown_label for r in refs), 10))
         trends = model.QueueTrends(self.source.timeline.points()[-TREND_WIDTH:], TREND_WIDTH)
         table.sync_visible([(r.key, partial(_queue_cells, r, trends)) for r in refs])
         self._queue_order = tuple((r.ifname, r.kind, r.index) for r in refs)
@@ -383,7 +383,7 @@ class DrawingMixin(_AppBase):
         qt.sync_visible([(r.key, partial(QdiscTable.cells, r)) for r in rows])  # mq: a child per queue
         brows = model.bql_rows(point.snapshot, names)
         bt = self._one(BqlTable)
-        bt.widen("q", label_width((f"{r.ifname} tx-{r.queue}{model.stale_mark(r.age)}" for r in brows), 14))
+        bt.widen("q", model.bql_label_width(brows, 14, bt.width_of("q")))
         bt.sync_visible([(r.key, partial(BqlTable.cells, r)) for r in brows])
         self._bql_order = tuple((r.ifname, r.queue) for r in brows)
 

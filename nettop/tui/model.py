@@ -103,6 +103,74 @@ def stale_mark(age: float) -> str:
     return f" ~{age:.0f}s" if age >= 1.0 else f" ~{age:.1f}s"
 
 
+LABEL_CAP = 24  # a label column is never wider (tables.label_width)
+
+
+def mark_room(age: float) -> int:
+    """The most characters `stale_mark` adds for a setting `age` seconds old or younger:
+    0 when it is from this tick. The mark grows with the age (six characters below a
+    second, " ~0.4s"; then " ~7s", " ~24s", ...); a second more covers rounding."""
+    return 0 if age <= 0.0 else max(6, len(stale_mark(age + 1.0)))
+
+
+def stale_room(now: float, oldest: float | None) -> int:
+    """`mark_room` of settings read at `oldest` or later, as of the tick `now`."""
+    return 0 if oldest is None else mark_room(now - oldest)
+
+
+def bql_label_width(rows: Sequence[BqlRow], floor: int, width: int) -> int:
+    """`queue_label_width` of the BQL table's labels ("eth0 tx-7 ~12s"): only the rows of
+    an interface whose label could be wider than the column now are measured."""
+    best = floor
+    at = 0
+    while at < len(rows):
+        name = rows[at].ifname
+        end = at + 1
+        while end < len(rows) and rows[end].ifname == name:
+            end += 1
+        group = rows[at:end]
+        at = end
+        room = mark_room(max(r.age for r in group))
+        over = max(width, best)
+        if min(len(name) + 4 + len(str(max(r.queue for r in group))) + room, LABEL_CAP) <= over:
+            continue
+        for r in group:
+            if min(len(name) + 4 + len(str(r.queue)) + room, LABEL_CAP) > over:
+                best = max(best, min(len(f"{name} tx-{r.queue}{stale_mark(r.age)}"), LABEL_CAP))
+                over = max(width, best)
+    return best
+
+
+def queue_label_width(refs: Sequence[QueueRef], floor: int, width: int) -> int:
+    """What `label_width` of every ref's `shown_label` gives the column once `widen`ed
+    from `width` (the column only grows): each interface's queues whose label, with the
+    longest mark their settings' ages allow (`stale_room`), could be wider than the
+    column now are measured, and the rest are not. A 4 x 128-queue host has 512 queue
+    rows; making every label and its settings' age each tick (~3 ms) only to find the
+    column as wide as it was is what this spares. `refs` as `queue_refs` gives them:
+    an interface's queues side by side."""
+    best = floor
+    at = 0
+    while at < len(refs):
+        joiner = refs[at]._joiner
+        end = at + 1
+        while end < len(refs) and refs[end]._joiner is joiner:
+            end += 1
+        group = refs[at:end]
+        at = end
+        room = stale_room(joiner.now, joiner.oldest_read(r._q for r in group))
+        over = max(width, best)
+        longest = (len(group[0].ifname) + 2 + max(map(len, {r.kind for r in group}))
+                   + len(str(max(r.index for r in group))))
+        if min(longest + room, LABEL_CAP) <= over:
+            continue  # no label of it can widen the column
+        for r in group:
+            if min(len(r.ifname) + 2 + len(r.kind) + len(str(r.index)) + room, LABEL_CAP) > over:
+                best = max(best, min(len(r.shown_label), LABEL_CAP))
+                over = max(width, best)
+    return best
+
+
 def shown_interfaces(snap: Snapshot, picked: frozenset[str] | None) -> list[str]:
     """The interfaces on screen: the operator's pick, else all but loopback."""
     if picked is not None:

@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from nettop.tui import format as fmt
-from nettop.tui.model import BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow, stale_mark
+from nettop.tui.model import LABEL_CAP, BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow, stale_mark
 from nettop.tui.widgets import KeptLines
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
@@ -236,6 +236,10 @@ class LiveTable(KeptLines, ScrollView, can_focus=True):
         if keys == self._keys:
             for key in self._later:  # drawn again from their new cells when scrolled to
                 self._final.pop(key, None)
+
+    def width_of(self, column: str) -> int:
+        """A column's width now."""
+        return self._widths[column]
 
     def widen(self, column: str, width: int) -> None:
         """Give a column more room (rare: a longer interface name appeared)."""
@@ -459,4 +463,4 @@ class LatencyTable(LiveTable):
 
 
 def label_width(labels: Iterable[str], floor: int) -> int:
-    return max([floor, *(min(len(s), 24) for s in labels)])
+    return max([floor, *(min(len(s), LABEL_CAP) for s in labels)])
