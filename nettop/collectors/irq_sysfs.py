@@ -591,12 +591,12 @@ class SysfsIrqReader:
             self._counted_bare = None  # as for a row that took the slow path
         if self._counted_bare is not self._bare or cols != self._cols:
             # this tick's counts: a copy (the reader's matrix moves on), of the online CPUs
-            values = m.copy() if cols is None else m[:, cols]
-            totals = (sums if cols is None else values.sum(axis=1, dtype=np.uint64)).tolist()
-            matrix = CountMatrix(rows, values, totals)
+            now_counts = m.copy() if cols is None else m[:, cols]
+            totals = (sums if cols is None else now_counts.sum(axis=1, dtype=np.uint64)).tolist()
+            matrix = CountMatrix(rows, now_counts, totals)
             infos = list(map(self._bare.__getitem__, rows))
             # Irq(irq, chip, hwirq, name, CountRow(matrix, i), totals[i]) for each row
-            counted = MatrixIrqs(zip(rows, build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos],
+            counted: dict[int, Irq] = MatrixIrqs(zip(rows, build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos],
                                                  [x.name for x in infos],
                                                  list(map(CountRow, itertools.repeat(matrix), range(len(rows)))),
                                                  totals)), matrix)

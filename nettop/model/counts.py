@@ -86,7 +86,7 @@ class CountMatrix:
         return self.irqs == other.irqs and self.values.shape == other.values.shape
 
 
-class MatrixIrqs(dict):  # type: ignore[type-arg]  # dict[int, Irq]; Irq would import the snapshot's module
+class MatrixIrqs(dict):  # dict[int, Irq]
     """A snapshot's counted IRQs (number -> Irq), every one's counts a row of `matrix` in
     this order, as the sysfs reader makes them: `table_matrix` then takes the matrix as
     it is, where it would otherwise walk every IRQ to find that out (~0.3 ms a tick at
@@ -101,7 +101,7 @@ class MatrixIrqs(dict):  # type: ignore[type-arg]  # dict[int, Irq]; Irq would i
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self),))
 
-    def copy(self) -> dict:  # type: ignore[type-arg]
+    def copy(self) -> dict:
         return dict(self)
 
 

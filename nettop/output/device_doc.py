@@ -17,10 +17,6 @@ from nettop.model.rates import QdiscRates, Rates
 from nettop.model.snapshot import DeviceConfig, QdiscStats, QueueConfig, QueueIrqs, Snapshot, setting_age
 
 
-def _not_none(x: object) -> bool:
-    return x is not None
-
-
 def rounded(x: float | None, nd: int = 3) -> float | None:
     """A figure as the document prints it: `nd` decimals, None kept."""
     return None if x is None else round(x, nd)
@@ -129,14 +125,14 @@ class QueueJoiner:
                 oldest = b.read_at
         return rounded(setting_age(self.now, oldest))  # type: ignore[return-value]
 
-    def oldest_read(self, queues: Iterable[QueueIrqs]) -> float | None:
-        """The earliest `read_at` of any setting `settings_age` looks at for `queues` (and
-        of the interface's other queue settings): no queue of them is older than that."""
+    def read_ats(self, queues: Iterable[QueueIrqs]) -> list[float]:
+        """The `read_at` of every setting `settings_age` looks at for `queues` (and of the
+        interface's other queue settings): each queue's age is that of one of them."""
         aff_of = self.aff_of
         ats = [c.read_at for c in self.cfg.values()]
         ats += [b.read_at for b in self.bql.values()]
         ats += [a.read_at for a in map(aff_of.get, chain.from_iterable(q.irqs for q in queues)) if a]
-        return min(filter(_not_none, ats), default=None)
+        return [t for t in ats if t is not None]
 
     def effective(self, q: QueueIrqs) -> list[int] | None:
         """The CPUs the queue's IRQs are served on (`QueueJoin.union("effective")`)."""

@@ -193,7 +193,7 @@ class IntParts(list):
         # again (`again`); the same dict from sample to sample, under _READ_AGAIN
         again = self.seen.get(_READ_AGAIN)  # type: ignore[call-overload]
         self.again: dict[tuple, tuple] = again if again is not None else {}
-        self.kept[_READ_AGAIN] = self.again  # type: ignore[index]
+        self.kept[_READ_AGAIN] = self.again  # type: ignore[index, assignment]
 
     def remembered(self, obj: Any, floats: list[float]) -> Any:
         """`_enc` of a setting object (_REMEMBERED), or a tuple of more than 8 values, that

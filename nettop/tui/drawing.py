@@ -11,7 +11,6 @@ so the drawing can be read, and changed, on its own.
 from __future__ import annotations
 
 import datetime as _dt
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from nettop.model.timeline import Point
@@ -311,7 +310,7 @@ class DrawingMixin(_AppBase):
         table.widen("queue", model.queue_label_width(refs, 10, table.width_of("queue")))  # before the sort
         refs.sort(key=lambda r: QueueTable.sort_key(self.sort_mode, r), reverse=self.sort_reverse)
         trends = model.QueueTrends(self.source.timeline.points()[-TREND_WIDTH:], TREND_WIDTH)
-        table.sync_visible([(r.key, partial(_queue_cells, r, trends)) for r in refs])
+        table.sync_visible([r.key for r in refs], lambda i: _queue_cells(refs[i], trends))
         self._queue_order = tuple((r.ifname, r.kind, r.index) for r in refs)
 
     def _numa_cpus(self, point: Point, names: list[str]) -> set[int] | None:
@@ -380,11 +379,11 @@ class DrawingMixin(_AppBase):
         qt = self._one(QdiscTable)
         rows = model.qdisc_rows(point, names)
         qt.widen("if", label_width((r.ifname for r in rows), 10))
-        qt.sync_visible([(r.key, partial(QdiscTable.cells, r)) for r in rows])  # mq: a child per queue
+        qt.sync_visible([r.key for r in rows], lambda i: QdiscTable.cells(rows[i]))  # mq: a child per queue
         brows = model.bql_rows(point.snapshot, names)
         bt = self._one(BqlTable)
         bt.widen("q", model.bql_label_width(brows, 14, bt.width_of("q")))
-        bt.sync_visible([(r.key, partial(BqlTable.cells, r)) for r in brows])
+        bt.sync_visible([r.key for r in brows], lambda i: BqlTable.cells(brows[i]))
         self._bql_order = tuple((r.ifname, r.queue) for r in brows)
 
     def _draw_latency(self, point: Point) -> None:
