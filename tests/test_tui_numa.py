@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from nettop.tui import numa
 from nettop.tui.model import CpuRow
 from nettop.tui.summary import cpu_lines, line_text
@@ -66,3 +69,34 @@ def test_the_summary_strip_at_80_columns_is_cut_by_node_and_names_the_hottest_wi
 def test_without_node_facts_the_summary_keeps_its_one_strip():
     lines = text(cpu_lines(rows_1024(), 80, two=True, cpu_nodes={}))
     assert lines[1].startswith(" 0▕") and "▏1023" in lines[1]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.integers(0, 2047), st.one_of(st.none(), st.integers(0, 7))), max_size=60, unique_by=lambda t: t[0]))
+def test_by_node_groups_the_rows_as_a_walk_of_them_does(cpus):
+    """The rows of each node in their order, nodes ascending, CPUs of no known node last."""
+    from nettop.tui.model import CpuRow
+
+    rows = [CpuRow(c, 1.0, None, None, None, None, None, None) for c, _ in cpus]
+    nodes = {c: n for c, n in cpus if n is not None}
+    want: dict = {}
+    for r in rows:
+        want.setdefault(nodes.get(r.cpu), []).append(r)
+    assert numa.by_node(rows, nodes) == sorted(want.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+
+
+_FIGURE = st.one_of(st.none(), st.sampled_from([0.0, 0, 5.0, 12.5, 80.0, 0.1]))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.integers(0, 300), _FIGURE, _FIGURE, st.booleans()), max_size=40, unique_by=lambda t: t[0]),
+       st.sampled_from([None, 1, 2, 8]))
+def test_hottest_first_orders_as_its_heat_order_does(cpus, n):
+    """Dropping CPUs first, then by softirq % down, then by CPU; offline CPUs and those
+    without a figure left out; the first `n` of that order."""
+    from nettop.tui.model import CpuRow
+
+    rows = [CpuRow(c, pct, None, None, None, dropped, None, None, offline=off) for c, pct, dropped, off in cpus]
+    known = [r for r in rows if r.softirq_pct is not None and not r.offline]
+    want = sorted(known, key=lambda r: (not r.dropped_per_s, -(r.softirq_pct or 0.0), r.cpu))
+    assert numa.hottest_first(rows, n) == (want if n is None else want[:n])

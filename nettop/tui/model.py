@@ -16,6 +16,7 @@ from nettop.model.rates import Presence, Rates, rate_columns
 from nettop.model.snapshot import QueueIrqs, Snapshot, setting_age
 from nettop.output.device_doc import QueueJoin, QueueJoiner, qdisc_doc, rounded
 from nettop.model.history import ChartHistory
+from nettop.model.rows import build
 from nettop.model.timeline import Event, Point, Timeline
 
 # Interfaces that are shown unless the operator picks otherwise: everything but loopback.
@@ -285,7 +286,8 @@ def cpu_rows(point: Point) -> list[CpuRow]:
         point.rates.cpus, "cpu", "presence", "softirq_pct", "irq_pct", "net_rx_per_s", "net_tx_per_s",
         "softnet_dropped_per_s", "time_squeeze_per_s", "received_rps_per_s")
     gone, offline = Presence.GONE, Presence.OFFLINE  # members compared, not their values: 1,024 rows a tick
-    rows = list(map(CpuRow, cpu, *figures, [p is offline for p in presence]))
+    # made column by column (model/rows.build): 1,024 frozen rows a tick, ~2 us each one by one
+    rows = build(CpuRow, cpu, *figures, [p is offline for p in presence])
     if any(a > b for a, b in zip(keys, keys[1:])):  # in CPU order, as the dict almost always is
         order = sorted(range(len(keys)), key=keys.__getitem__)
         rows, presence = [rows[i] for i in order], [presence[i] for i in order]
