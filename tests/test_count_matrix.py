@@ -15,7 +15,7 @@ from nettop.doctor import window as W
 from nettop.doctor.window import Window
 from nettop.model.counters import U32
 from nettop.model.counts import CountMatrix, CountRow, table_matrix
-from nettop.model.rates import compute_rates
+from nettop.model.rates import compute_rates, rate_columns
 from nettop.model.snapshot import InterruptTable, Irq, Snapshot
 from nettop.model.timeline import Point
 from nettop.record import codec
@@ -80,6 +80,11 @@ def test_rates_and_the_doctors_window_are_those_of_the_tuples(ncpu, nirq, data, 
     assert table_matrix(am) is not None and table_matrix(at) is None
     rm = compute_rates(_snap(0.0, am), _snap(elapsed, bm))
     rt = compute_rates(_snap(0.0, at), _snap(elapsed, bt))
+    # the IRQs' columns, read before the dict is made (RatesTable.columns), are the dict's
+    names = ("irq", "presence", "per_s")
+    got_cols = rate_columns(rm.irqs, *names)
+    want_cols = (list(rt.irqs), [[getattr(v, n) for v in rt.irqs.values()] for n in names])
+    assert got_cols == want_cols and list(map(repr, got_cols[1][2])) == list(map(repr, want_cols[1][2]))
     assert rm.problems == rt.problems
     assert list(rm.irqs) == list(rt.irqs)  # the same IRQs in the same order
     for irq, x in rm.irqs.items():
@@ -186,3 +191,42 @@ def test_numpy_starts_no_threads_of_its_own_unless_the_user_asks():
     assert _threads_after_numpy(env) == 1
     if (os.cpu_count() or 1) >= 2:  # the user's own setting is kept
         assert _threads_after_numpy({**env, "OPENBLAS_NUM_THREADS": "2"}) == 2
+
+
+def test_irq_columns_of_a_matrix_name_the_uncounted_and_gone_as_the_dict_does(monkeypatch):
+    """An IRQ without counts (not followed) has no rate, one gone since the last tick has
+    presence GONE and no per_s: the columns read without making the dict say the same,
+    in its order; a field they do not hold makes the dict."""
+    import dataclasses
+
+    from nettop.model import rates as R
+
+    built: list[int] = []
+    build = R._build_irq_rates
+    monkeypatch.setattr(R, "_build_irq_rates", lambda *parts: built.append(1) or build(*parts))
+    cpus = (0, 1, 2)
+    am, _ = _tables(cpus, [[1, 2, 3], [5, 0, 0], [9, 9, 9]])
+    bm, _ = _tables(cpus, [[4, 2, 3], [5, 0, 7], [9, 9, 9]])
+    bare = Irq(77, "PCI-MSIX", "1-edge", "nvme0q1", None, None)
+    am = dataclasses.replace(am, irqs={**am.irqs, 90: dataclasses.replace(bare, irq=90), 77: bare})
+    bm = dataclasses.replace(bm, irqs={77: bare, **bm.irqs})
+    rates = compute_rates(_snap(0.0, am), _snap(2.0, bm))
+    names = ("irq", "per_s", "presence")
+    got = rate_columns(rates.irqs, *names)
+    assert built == [] and got[0] == [40, 41, 42, 90]
+    assert got == (list(rates.irqs), [[getattr(v, n) for v in rates.irqs.values()] for n in names]) and built == [1]
+    again = compute_rates(_snap(0.0, am), _snap(2.0, bm))
+    assert rate_columns(again.irqs, "irq", "reset")[1][1] == [False] * 4 and built == [1, 1]
+
+
+def test_irq_columns_add_a_rows_rates_in_the_dicts_order():
+    """Four CPUs' rates whose float sum depends on its order: the column's per_s is the
+    dict's to the bit (added CPU by CPU, as `_matrix_rates` adds them)."""
+    cpus = (0, 1, 2, 3)
+    steps = [2266151101, 952158462, 1880712865, 2129497365]
+    am, _ = _tables(cpus, [[0, 0, 0, 0], [1, 1, 1, 1]])
+    bm, _ = _tables(cpus, [steps, [1, 1, 1, 1]])
+    per_s = [d / 0.7 for d in steps]
+    assert sum(per_s) != sum(reversed(per_s))  # the order shows in the last bit
+    got = rate_columns(compute_rates(_snap(0.0, am), _snap(0.7, bm)).irqs, "per_s")[1][0]
+    assert got == [sum(per_s), 0.0] == [compute_rates(_snap(0.0, am), _snap(0.7, bm)).irqs[i].per_s for i in (40, 41)]

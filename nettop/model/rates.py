@@ -323,7 +323,7 @@ class RatesTable(Mapping[K, V]):
     __slots__ = ("_build", "_parts", "_built", "_lock", "_columns")
 
     def __init__(self, build: Callable[..., dict[K, V]], *parts: Any,
-                 columns: Callable[..., tuple[list[K], list[list[Any]]]] | None = None) -> None:
+                 columns: Callable[..., tuple[list[K], list[list[Any]]] | None] | None = None) -> None:
         self._build: Callable[..., dict[K, V]] | None = build
         self._parts: tuple[Any, ...] | None = parts
         self._built: dict[K, V] | None = None
@@ -341,7 +341,9 @@ class RatesTable(Mapping[K, V]):
         with self._lock:
             built, parts = self._built, self._parts
         if built is None and parts is not None and self._columns is not None:
-            return self._columns(names, *parts)
+            got = self._columns(names, *parts)
+            if got is not None:
+                return got
         return _dict_columns(self._dict(), names)
 
     def _dict(self) -> dict[K, V]:
@@ -544,7 +546,8 @@ def irq_rates(prev: Snapshot, cur: Snapshot, elapsed: float,
     moved = _matrix_moved(prev, cur, ccpus, elapsed) if known is not None else None
     if moved is not None and not moved[3]:  # every count forwards: nothing to judge here
         gone = tuple(prev.interrupts.irqs.keys() - cur.interrupts.irqs.keys())
-        return RatesTable(_build_irq_rates, cur.interrupts, ccpus, known, *moved[:3], gone)
+        return RatesTable(_build_irq_rates, cur.interrupts, ccpus, known, *moved[:3], gone,
+                          columns=_irq_rate_columns)
     done = _matrix_rates(*moved, ccpus, known) if moved is not None and known is not None else {}
     for irq, b in cur.interrupts.irqs.items():
         got = done.get(irq)
@@ -583,6 +586,39 @@ def _build_irq_rates(table: InterruptTable, cpus: tuple[int, ...], known: frozen
     for irq in gone:
         out[irq] = IrqRates(irq, Presence.GONE)
     return out
+
+
+def _irq_rate_columns(names: tuple[str, ...], table: InterruptTable, cpus: tuple[int, ...], known: frozenset[int],
+                      irqs: tuple[int, ...], where: tuple[Any, Any, Any], per_s: Any,
+                      gone: tuple[int, ...]) -> tuple[list[int], list[list[Any]]] | None:
+    """`RatesTable.columns` of `_build_irq_rates`' table for the fields "irq", "presence"
+    and "per_s", without making its IrqRates (None for another field: the dict is made).
+    Each IRQ's per_s is the Python sum of its row's rates in column order, as
+    `_matrix_rates` adds them, so the same floats. The live view's before/after digest
+    reads the NICs' interrupts a second each tick: at 1,024 CPUs making 516 IrqRates,
+    each with its per-CPU dict, for that was ~1.4 ms a tick."""
+    if not set(names) <= {"irq", "presence", "per_s"}:
+        return None
+    rows = where[0].tolist()
+    values = per_s.tolist()
+    sums: dict[int, float] = {}
+    at = 0
+    for r, run in itertools.groupby(rows):  # row-major: each moved row's cells side by side
+        k = len(list(run))
+        sums[irqs[r]] = sum(values[at:at + k])
+        at += k
+    keys = [i for i, b in table.irqs.items() if b.counts is not None]  # each a row of the matrix
+    found = list(map(sums.get, keys, itertools.repeat(0.0)))
+    keys += gone
+    cols: list[list[Any]] = []
+    for name in names:
+        if name == "irq":
+            cols.append(list(keys))
+        elif name == "presence":
+            cols.append([Presence.BOTH] * (len(keys) - len(gone)) + [Presence.GONE] * len(gone))
+        else:
+            cols.append(found + [None] * len(gone))
+    return keys, cols
 
 
 class PerCpuRates(Mapping[int, float]):
