@@ -596,10 +596,9 @@ class SysfsIrqReader:
             matrix = CountMatrix(rows, now_counts, totals)
             infos = list(map(self._bare.__getitem__, rows))
             # Irq(irq, chip, hwirq, name, CountRow(matrix, i), totals[i]) for each row
-            counted: dict[int, Irq] = MatrixIrqs(zip(rows, build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos],
-                                                 [x.name for x in infos],
-                                                 list(map(CountRow, itertools.repeat(matrix), range(len(rows)))),
-                                                 totals)), matrix)
+            made = build(Irq, rows, [x.chip for x in infos], [x.hwirq for x in infos], [x.name for x in infos],
+                         list(map(CountRow, itertools.repeat(matrix), range(len(rows)))), totals)
+            counted: dict[int, Irq] = MatrixIrqs(zip(rows, made), matrix)
             self._cols, self._counted_bare, self._matrix = cols, self._bare, matrix
         else:  # no count moved: the last tick's matrix and Irqs, as a quiet host has
             counted = self.counted

@@ -8,9 +8,11 @@ does (queue map + IRQ affinity + RPS/XPS + per-queue rates), so both always agre
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Sequence
+from itertools import groupby
+from typing import Any, Callable, Collection, Iterable, Iterator, Sequence
 
 from nettop.model.rates import Presence, Rates, rate_columns
 from nettop.model.snapshot import QueueIrqs, Snapshot, setting_age
@@ -96,6 +98,11 @@ class BqlRow:
     limit_max: int
     age: float = 0.0  # seconds since it was read; 0: this tick
 
+    @property
+    def shown_label(self) -> str:
+        """"eth0 tx-7", with how old its state is when it is not from this tick."""
+        return f"{self.ifname} tx-{self.queue}{stale_mark(self.age)}"
+
 
 def stale_mark(age: float) -> str:
     """" ~7s" after a setting read 7 s before the sample shown (off screen settings are
@@ -106,6 +113,7 @@ def stale_mark(age: float) -> str:
 
 
 LABEL_CAP = 24  # a label column is never wider (tables.label_width)
+_IFNAME, _JOINER = operator.attrgetter("ifname"), operator.attrgetter("_joiner")
 
 
 def mark_room(ages: Iterable[float]) -> int:
@@ -120,58 +128,57 @@ def mark_room(ages: Iterable[float]) -> int:
     return max(room, 6) if ordered[first] < 1.0 else room
 
 
-def bql_label_width(rows: Sequence[BqlRow], floor: int, width: int) -> int:
-    """`queue_label_width` of the BQL table's labels ("eth0 tx-7 ~12s"): only the rows of
-    an interface whose label could be wider than the column now are measured."""
+def _grown_width(runs: Iterable[tuple[int, int, Sequence[Any], Callable[[Any], int]]], floor: int,
+                 width: int) -> int:
+    """What `label_width` of every row's `shown_label` gives a label column once `widen`ed
+    from `width` (the column only grows), measuring only the rows that could be wider
+    than it. `runs`: an interface's rows at a time, as (the most characters its settings'
+    ages can add, `mark_room`; its longest label without them; its rows; a row's label
+    length without them)."""
     best = floor
-    at = 0
-    while at < len(rows):
-        name = rows[at].ifname
-        end = at + 1
-        while end < len(rows) and rows[end].ifname == name:
-            end += 1
-        group = rows[at:end]
-        at = end
-        room = mark_room([r.age for r in group])
-        over = max(width, best)
-        if min(len(name) + 4 + len(str(max(r.queue for r in group))) + room, LABEL_CAP) <= over:
-            continue
-        for r in group:
-            if min(len(name) + 4 + len(str(r.queue)) + room, LABEL_CAP) > over:
-                best = max(best, min(len(f"{name} tx-{r.queue}{stale_mark(r.age)}"), LABEL_CAP))
-                over = max(width, best)
+    for room, longest, rows, bare in runs:
+        if min(longest + room, LABEL_CAP) <= max(width, best):
+            continue  # no label of it can widen the column
+        for r in rows:
+            if min(bare(r) + room, LABEL_CAP) > max(width, best):
+                best = max(best, min(len(r.shown_label), LABEL_CAP))
     return best
+
+
+def _bql_bare(r: BqlRow) -> int:
+    return len(r.ifname) + 4 + len(str(r.queue))  # "eth0 tx-7"
+
+
+def bql_label_width(rows: Sequence[BqlRow], floor: int, width: int) -> int:
+    """`queue_label_width` of the BQL table's labels ("eth0 tx-7 ~12s")."""
+    def runs() -> Iterator[tuple[int, int, list[BqlRow], Callable[[Any], int]]]:
+        for _, run in groupby(rows, key=_IFNAME):
+            group = list(run)
+            yield mark_room([r.age for r in group]), max(map(_bql_bare, group)), group, _bql_bare
+    return _grown_width(runs(), floor, width)
+
+
+def _queue_bare(r: QueueRef) -> int:
+    return len(r.ifname) + 2 + len(r.kind) + len(str(r.index))  # "eth0 rx-7"
 
 
 def queue_label_width(refs: Sequence[QueueRef], floor: int, width: int) -> int:
     """What `label_width` of every ref's `shown_label` gives the column once `widen`ed
     from `width` (the column only grows): each interface's queues whose label, with the
     longest mark their settings' ages allow (`mark_room`), could be wider than the
-    column now are measured, and the rest are not. A 4 x 128-queue host has 512 queue
-    rows; making every label and its settings' age each tick (~3 ms) only to find the
-    column as wide as it was is what this spares. `refs` as `queue_refs` gives them:
-    an interface's queues side by side."""
-    best = floor
-    at = 0
-    while at < len(refs):
-        joiner = refs[at]._joiner
-        end = at + 1
-        while end < len(refs) and refs[end]._joiner is joiner:
-            end += 1
-        group = refs[at:end]
-        at = end
-        now = joiner.now
-        room = mark_room([now - t for t in joiner.read_ats(r._q for r in group)])
-        over = max(width, best)
-        longest = (len(group[0].ifname) + 2 + max(map(len, {r.kind for r in group}))
-                   + len(str(max(r.index for r in group))))
-        if min(longest + room, LABEL_CAP) <= over:
-            continue  # no label of it can widen the column
-        for r in group:
-            if min(len(r.ifname) + 2 + len(r.kind) + len(str(r.index)) + room, LABEL_CAP) > over:
-                best = max(best, min(len(r.shown_label), LABEL_CAP))
-                over = max(width, best)
-    return best
+    column now are measured, and the rest are not (`_grown_width`). A 4 x 128-queue
+    host has 512 queue rows; making every label and its settings' age each tick (~3 ms)
+    only to find the column as wide as it was is what this spares. `refs` as
+    `queue_refs` gives them: an interface's queues side by side."""
+    def runs() -> Iterator[tuple[int, int, list[QueueRef], Callable[[Any], int]]]:
+        for joiner, run in groupby(refs, key=_JOINER):
+            group = list(run)
+            now = joiner.now
+            room = mark_room([now - t for t in joiner.read_ats(r._q for r in group)])
+            longest = (len(group[0].ifname) + 2 + max(map(len, {r.kind for r in group}))
+                       + len(str(max(r.index for r in group))))
+            yield room, longest, group, _queue_bare
+    return _grown_width(runs(), floor, width)
 
 
 def shown_interfaces(snap: Snapshot, picked: frozenset[str] | None) -> list[str]:

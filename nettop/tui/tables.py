@@ -22,7 +22,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from nettop.tui import format as fmt
-from nettop.tui.model import LABEL_CAP, BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow, stale_mark
+from nettop.tui.model import LABEL_CAP, BqlRow, CpuRow, LatencyRow, QdiscRow, QueueRef, QueueRow
 from nettop.tui.widgets import KeptLines
 
 Cell = tuple[str, str]  # (text, level) where level is "", "warm", "hot" or "muted"
@@ -433,7 +433,7 @@ class BqlTable(LiveTable):
     def cells(row: BqlRow) -> tuple[Cell, ...]:
         full = row.limit > 0 and row.inflight >= row.limit
         return (
-            (f"{row.ifname} tx-{row.queue}{stale_mark(row.age)}", "muted" if row.age > 0 else ""),
+            (row.shown_label, "muted" if row.age > 0 else ""),
             (fmt.si(row.limit, "B"), ""),
             (fmt.si(row.inflight, "B"), "warm" if full else ""),
             (fmt.si(row.limit_max, "B"), "muted"),
